@@ -1,0 +1,150 @@
+// The shared-memory channel between the job (agent) and tcgd-recorder.
+//
+// One memfd holds: a header (identity, states, drop counters), the record
+// ring (fixed 56-byte records, one slot each) and the payload ring
+// (variable-size blobs spanning consecutive slots). The agent creates it;
+// the recorder attaches to the inherited descriptor. Both rings are
+// SlotRing views over this memory.
+//
+// Blob layout in the payload ring: the first slot starts with a BlobHeader
+// (length, kind) followed by the first kBlobFirstBytes data bytes; following
+// slots carry kSlotDataBytes each. A blob's id is its first position + 1, so
+// 0 never names a blob. Producers push a blob before any record that refers
+// to it; the recorder therefore always finds a referenced blob published.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "channel/record.h"
+#include "channel/slot_ring.h"
+#include "channel/status.h"
+
+namespace tcgd::channel {
+
+inline constexpr uint64_t kChannelMagic = 0x314e414843444754ull;  // "TGDCHAN1"
+inline constexpr uint32_t kChannelVersion = 1;
+
+enum class ProducerState : uint32_t {
+  kRunning = 0,
+  kClosed = 1,  // the agent pushed its session-end record and waits
+};
+
+enum class ConsumerState : uint32_t {
+  kNone = 0,
+  kAttached = 1,   // the recorder is draining
+  kFinished = 2,   // the bundle's trailer is on disk
+  kFailed = 3,     // the recorder gave up (message on its stderr)
+};
+
+struct BlobHeader {
+  uint32_t length;
+  uint16_t kind;  // BlobKind
+  uint16_t reserved;
+};
+static_assert(sizeof(BlobHeader) == 8);
+inline constexpr size_t kBlobFirstBytes = kSlotDataBytes - sizeof(BlobHeader);
+
+// Largest blob the channel accepts; bigger payloads are split by the caller.
+inline constexpr uint32_t kMaxBlobBytes = 1u << 20;
+
+struct ChannelHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t header_bytes;
+  uint64_t record_capacity;   // slots, power of two
+  uint64_t payload_capacity;  // slots, power of two
+  uint64_t records_offset;    // bytes from the start of the mapping
+  uint64_t payload_offset;
+  uint64_t total_bytes;
+  int32_t job_pid;
+  std::atomic<int32_t> recorder_pid;
+  uint64_t start_monotonic_ns;
+  uint64_t start_realtime_ns;
+  std::atomic<uint32_t> producer_state;
+  std::atomic<uint32_t> consumer_state;
+  RingIndices record_indices;
+  RingIndices payload_indices;
+  // Drops per RecordClass; relaxed increments, read by the recorder.
+  alignas(64) std::atomic<uint64_t> drops[static_cast<size_t>(RecordClass::kCount)];
+};
+
+struct ChannelOptions {
+  uint64_t record_capacity = 1u << 18;   // 256 Ki records = 16 MiB
+  uint64_t payload_capacity = 1u << 16;  // 64 Ki slots = 4 MiB
+};
+
+class Channel {
+ public:
+  Channel() = default;
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+  Channel(Channel&& other) noexcept;
+  Channel& operator=(Channel&& other) noexcept;
+
+  // Creates a new memfd-backed channel owned by the calling process.
+  static Status create(const ChannelOptions& options, Channel* out);
+  // Maps an existing channel from a descriptor (the recorder's side) and
+  // checks its magic, version and sizes.
+  static Status attach(int fd, Channel* out);
+
+  bool valid() const { return header_ != nullptr; }
+  int fd() const { return fd_; }
+  ChannelHeader* header() const { return header_; }
+  SlotRing& records() { return records_; }
+  SlotRing& payload() { return payload_; }
+
+  // ---- producer side: lock-free, allocation-free, never blocks ----
+
+  [[nodiscard]] bool tryPushRecord(const Record& record) {
+    if (records_.tryPush(&record, sizeof(record))) return true;
+    countDrop(record.cls);
+    return false;
+  }
+  // Pushes a blob; on success *id names it (never 0). Counts a payload drop
+  // when the payload ring is full or the blob is larger than kMaxBlobBytes.
+  [[nodiscard]] bool tryPushBlob(BlobKind kind, const void* bytes, uint32_t length,
+                                 uint64_t* id);
+  void countDrop(uint8_t cls) {
+    if (cls >= static_cast<uint8_t>(RecordClass::kCount)) return;
+    header_->drops[cls].fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Forgets the mapping without unmapping it: used in a forked child, whose
+  // copy of the parent's mapping must never be written again.
+  void abandon();
+  // Unmaps and closes.
+  void reset();
+
+  static uint64_t blobSlots(uint32_t length) {
+    if (length <= kBlobFirstBytes) return 1;
+    return 1 + (length - kBlobFirstBytes + kSlotDataBytes - 1) / kSlotDataBytes;
+  }
+
+ private:
+  int fd_ = -1;
+  ChannelHeader* header_ = nullptr;
+  size_t mapped_bytes_ = 0;
+  SlotRing records_;
+  SlotRing payload_;
+};
+
+// Reads one published blob starting at position `pos` of the payload ring.
+// Returns false if any of its slots is not yet published. The consumer
+// calls this; `out` receives the data bytes.
+struct BlobView {
+  BlobKind kind;
+  uint32_t length;
+  uint64_t slots;
+};
+bool readBlob(const SlotRing& ring, uint64_t pos, BlobView* view, void* out,
+              size_t out_capacity);
+// Peeks the header of the blob at `pos` (first slot must be published).
+bool peekBlob(const SlotRing& ring, uint64_t pos, BlobView* view);
+
+uint64_t monotonicNowNs();
+uint64_t realtimeNowNs();
+
+}  // namespace tcgd::channel

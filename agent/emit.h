@@ -1,0 +1,39 @@
+// How hooks and the C API hand records to the channel.
+//
+// emit() is the hot path: one relaxed load of the active channel, a
+// timestamp, a try-push. It never blocks, allocates, logs or throws, and it
+// preserves errno. When the agent is not running it does nothing and returns
+// false; hooks call start() first where their event should start recording
+// (first CUDA use, first explicit API call).
+#pragma once
+
+#include <cstdint>
+
+#include "channel/channel.h"
+#include "channel/record.h"
+
+namespace tcgd::agent {
+
+// The channel records go to, or nullptr when not recording. Acquire pairs
+// with the release store at the end of start().
+channel::Channel* activeChannel();
+
+// Starts the agent if it is configured and not yet started (lazy start:
+// create the channel, spawn the recorder, send the session start). Safe to
+// call from any thread, many times; only the first call does the work and
+// concurrent callers wait for it. Returns true when recording.
+bool start();
+
+// The kernel thread id of the caller, cached per thread (reset on fork).
+uint32_t currentTid();
+
+[[nodiscard]] bool emit(uint16_t type, channel::RecordClass cls, uint8_t flags,
+                        uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0,
+                        uint64_t a3 = 0, uint64_t a4 = 0);
+
+// Pushes a blob; *id receives its id (non-zero). False when not recording or
+// when the payload ring is full (counted as a payload drop).
+[[nodiscard]] bool emitBlob(channel::BlobKind kind, const void* bytes, uint32_t length,
+                            uint64_t* id);
+
+}  // namespace tcgd::agent
