@@ -52,11 +52,19 @@ inline constexpr const char* recordClassName(uint8_t cls) {
 // at session start and the recorder stores in the bundle header, so readers
 // can show records of types they were not compiled with.
 enum CoreRecordType : uint16_t {
-  kRecordSessionStart = 1,  // a0: schema blob id, a1: config blob id
+  // a0: schema blob id (BlobKind::kSchema, agent/schema.h lines)
+  // a1: config blob id (BlobKind::kConfig, "TCGD_KEY=value" lines in force)
+  // a2: identity blob id (BlobKind::kConfig, "key=value" lines: run, rank,
+  //     world_size, local_rank, group_id, host, tool_version, output_dir,
+  //     argv.N, meta.KEY)
+  kRecordSessionStart = 1,
   kRecordSessionEnd = 2,    // a0: EndReason, a1: signal or exit code
   kRecordPoint = 3,         // a0: name blob id, a1: point origin, a2: point ordinal
   kRecordMetadata = 4,      // a0: key blob id, a1: value blob id
-  kRecordProvenance = 5,    // a0: blob id of "key=value" lines (versions, devices)
+  // a0: blob id of "key=value" lines: driver_version, runtime_version,
+  // torch_version, nccl_version, device.N.{name,uuid,capability,
+  // total_memory,pci_bus_id}, anything else goes to Provenance.other
+  kRecordProvenance = 5,
 };
 
 enum class EndReason : uint64_t {
