@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The README's main job: build tcgd, run a real PyTorch CUDA-graph program
+# under the agent and print the analyzer's report. Without a GPU and torch,
+# print the report of example bundles recorded on a GPU and kept in the repo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup-deps.sh
+build="${TCGD_BUILD_DIR:-build}"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j "$(nproc)" --target tcgd tcgd-recorder tcgd-analyze tcgd-launcher
+
+python=${PYTHON:-python3}
+if "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  out=$(mktemp -d "${TMPDIR:-/tmp}/tcgd-demo.XXXXXX")
+  echo "== running tests/gpu/demo.py under tcgd (bundles in $out)"
+  "$build/bin/tcgd" run -o "$out" --run demo -- "$python" tests/gpu/demo.py
+  for bundle in "$out"/*.tcgd-memory; do
+    echo
+    echo "== tcgd-analyze info $bundle"
+    "$build/bin/tcgd-analyze" info "$bundle"
+  done
+else
+  echo "== no GPU or no CUDA-enabled torch here: showing the analyzer on example bundles"
+  echo "   recorded on an NVIDIA H200 with tests/gpu/demo.py (docs/examples/, see docs/validation.md)"
+  for bundle in docs/examples/*.tcgd-memory; do
+    echo
+    echo "== tcgd-analyze info $bundle"
+    "$build/bin/tcgd-analyze" info "$bundle"
+  done
+fi

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Installs what tcgd needs to build and test, from the system's packages.
+# Idempotent: a machine that has everything is left alone (no apt-get at all).
+#
+#   scripts/setup-deps.sh            install what is missing (needs root or sudo)
+#   scripts/setup-deps.sh --check    only report; exit 1 if something is missing
+#
+# Also locates the CUDA toolkit headers (cuda.h, CUPTI), which tcgd compiles
+# against without needing a GPU, and says exactly what to do when they are not
+# there.
+set -euo pipefail
+
+check_only=0
+[[ "${1:-}" == "--check" ]] && check_only=1
+
+say() { printf 'setup-deps: %s\n' "$*" >&2; }
+
+# Debian/Ubuntu package -> a command on PATH or a file that proves it is
+# installed. Checking these rather than dpkg state also accepts a machine that
+# got them another way (a CMake or ninja from pip, a toolkit image).
+declare -A probe=(
+  [g++]=g++
+  [cmake]=cmake
+  [ninja-build]=ninja
+  [pkg-config]=pkg-config
+  [protobuf-compiler]=protoc
+  [libprotobuf-dev]=/usr/include/google/protobuf/message.h
+  [zlib1g-dev]=/usr/include/zlib.h
+  [libspdlog-dev]=/usr/include/spdlog/spdlog.h
+  [libfmt-dev]=/usr/include/fmt/format.h
+  [libgtest-dev]=/usr/include/gtest/gtest.h
+  [libgmock-dev]=/usr/include/gmock/gmock.h
+  [libbenchmark-dev]=/usr/include/benchmark/benchmark.h
+  [binutils]=nm
+  [python3]=python3
+)
+
+missing=()
+for pkg in "${!probe[@]}"; do
+  p=${probe[$pkg]}
+  if [[ $p == /* ]]; then [[ -e $p ]] || missing+=("$pkg")
+  else command -v "$p" >/dev/null || missing+=("$pkg"); fi
+done
+
+if ((${#missing[@]})); then
+  if ((check_only)); then
+    say "missing packages: ${missing[*]}"
+    say "run: scripts/setup-deps.sh   (or: apt-get install -y ${missing[*]})"
+    exit 1
+  fi
+  if ! command -v apt-get >/dev/null; then
+    say "missing: ${missing[*]}; this script knows apt-get only: install them with your package manager"
+    exit 1
+  fi
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null; then sudo="sudo"; else
+      say "missing: ${missing[*]}; run as root: apt-get update && apt-get install -y ${missing[*]}"
+      exit 1
+    fi
+  fi
+  say "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# ---- CUDA toolkit headers ---------------------------------------------------
+cuda_include=""
+for dir in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda /usr/local/cuda-13.0 /usr/local/cuda-13 /usr; do
+  [[ -n "$dir" && -f "$dir/include/cuda.h" ]] && { cuda_include="$dir/include"; break; }
+done
+if [[ -z "$cuda_include" ]]; then
+  say "CUDA toolkit headers (cuda.h) not found in \$CUDA_HOME, /usr/local/cuda or /usr/include."
+  say "tcgd builds against the CUDA 13 driver API headers (no GPU needed). Install the CUDA toolkit 13.x"
+  say "(package cuda-toolkit-13-0 from NVIDIA's apt repository, or Debian's nvidia-cuda-toolkit from non-free),"
+  say "or point CUDA_HOME at a toolkit, then run this script again."
+  exit 1
+fi
+version=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$cuda_include/cuda.h" | head -1)
+if [[ -z "$version" || "$version" -lt 12000 ]]; then
+  say "found $cuda_include/cuda.h with CUDA_VERSION=${version:-unknown}; tcgd needs 12.0 or newer (13.x tested)"
+  exit 1
+fi
+say "ok: packages present; CUDA headers $cuda_include (CUDA_VERSION $version)"

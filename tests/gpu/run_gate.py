@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""The GPU gate's runner: every program in this folder runs without and with
+the agent; the bundle is checked against the ground truth the program took
+from PyTorch in the same run; a summary table is printed last.
+
+    run_gate.py --build BUILD_DIR --out OUT_DIR [--only NAME ...] [--no-bench]
+
+Exit status: 0 when every check passed, 1 otherwise, 77 when there is no GPU
+(ctest treats 77 as skipped).
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MiB = 1 << 20
+LAUNCH_APIS = {"cudaGraphLaunch", "cudaGraphLaunch_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz"}
+
+
+def have_gpu():
+    try:
+        import torch  # noqa: F401
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+class Run:
+    def __init__(self, argv, env, timeout):
+        t0 = time.time()
+        try:
+            p = subprocess.run(argv, env=env, cwd=HERE, capture_output=True, text=True,
+                               timeout=timeout)
+            self.rc, self.stdout, self.stderr = p.returncode, p.stdout, p.stderr
+            self.hung = False
+        except subprocess.TimeoutExpired as e:
+            self.rc, self.hung = None, True
+            self.stdout = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            self.stderr = (e.stderr or b"").decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+        self.seconds = time.time() - t0
+
+    def result(self):
+        """The RESULT line of a gate program, or the whole output of one that
+        prints no such line (the demo job)."""
+        for line in self.stdout.splitlines():
+            if line.startswith("RESULT "):
+                return line.split(None, 1)[1]
+        return self.stdout.strip() or None
+
+
+class Gate:
+    def __init__(self, build, out):
+        self.build = Path(build).resolve()
+        self.out = Path(out).resolve()
+        self.lib = self.build / "lib" / "libtcgd.so"
+        self.analyze = self.build / "bin" / "tcgd-analyze"
+        self.rows = []
+
+    def env(self, agent, case_dir=None, truth=None, extra=None):
+        env = dict(os.environ)
+        env.pop("LD_PRELOAD", None)
+        env["PYTHONUNBUFFERED"] = "1"
+        env["PYTHONPATH"] = str(HERE) + os.pathsep + env.get("PYTHONPATH", "")
+        if agent:
+            env["LD_PRELOAD"] = str(self.lib)
+            env["TCGD_OUTPUT"] = str(case_dir)
+        if truth:
+            env["GATE_TRUTH"] = str(truth)
+        env.update(extra or {})
+        return env
+
+    def analyze_json(self, *args):
+        p = subprocess.run([str(self.analyze), *args], capture_output=True, text=True, timeout=300)
+        return p
+
+    def run_case(self, name, argv, check, timeout=300, extra_env=None):
+        case_dir = self.out / name
+        shutil.rmtree(case_dir, ignore_errors=True)
+        case_dir.mkdir(parents=True)
+        cmd = [sys.executable, *argv]
+        plain = Run(cmd, self.env(False, extra=extra_env), timeout)
+        truth_path = case_dir / "truth.json"
+        traced = Run(cmd, self.env(True, case_dir, truth_path, extra_env), timeout)
+        (case_dir / "agent.stdout").write_text(traced.stdout)
+        (case_dir / "agent.stderr").write_text(traced.stderr)
+        (case_dir / "plain.stderr").write_text(plain.stderr)
+        checks = []
+
+        def expect(ok, what):
+            checks.append((bool(ok), what))
+
+        expect(not plain.hung and not traced.hung, "no hang")
+        expect(plain.rc == traced.rc, f"exit code unchanged ({plain.rc} vs {traced.rc})")
+        expect(plain.result() is not None and plain.result() == traced.result(),
+               f"output identical ({plain.result()} vs {traced.result()})")
+        bundles = sorted(case_dir.glob("*.tcgd-memory"))
+        expect(len(bundles) == 1, f"one bundle ({len(bundles)})")
+        if bundles and (truth_path.exists() or check is check_demo):
+            bundle = bundles[0]
+            v = self.analyze_json("validate", str(bundle))
+            expect(v.returncode == 0, f"validate exit 0 ({v.returncode}: {v.stdout.strip()[:120]})")
+            info = json.loads(self.analyze_json("info", "--json", str(bundle)).stdout or "{}")
+            dump = self.analyze_json("dump", "--json", str(bundle))
+            records = [json.loads(line) for line in dump.stdout.splitlines() if line.strip()]
+            truth = json.loads(truth_path.read_text()) if truth_path.exists() else {}
+            try:
+                check(Bundle(info, records), truth, expect)
+            except Exception as e:  # a check that crashes is a failed check
+                expect(False, f"check raised {type(e).__name__}: {e}")
+        ok = all(c[0] for c in checks)
+        self.rows.append((name, ok, checks, traced.seconds))
+        return ok
+
+
+class Bundle:
+    def __init__(self, info, records):
+        self.info = info
+        self.records = records
+        self.points = {p["name"]: p for p in info.get("points", [])}
+
+    def seq(self, point):
+        return self.points[point]["sequence"]
+
+    def between(self, a=None, b=None):
+        lo = self.seq(a) if a else -1
+        hi = self.seq(b) if b else float("inf")
+        return [r for r in self.records if lo < r["seq"] < hi]
+
+    def apis(self, recs, prefix):
+        return [r for r in recs if str(r.get("api", "")).startswith(prefix)]
+
+    def live(self, upto, alloc_apis, free_apis, key="ptr"):
+        """Bytes of driver allocations alive just before point `upto`."""
+        live = {}
+        hi = self.seq(upto)
+        for r in self.records:
+            if r["seq"] >= hi:
+                break
+            api = r.get("api")
+            if api in alloc_apis and r.get("result", 0) == 0:
+                live[r[key]] = r["size"]
+            elif api in free_apis:
+                live.pop(r.get(key), None)
+        return sum(live.values())
+
+    def kernel_names(self):
+        named = {}
+        for r in self.records:
+            if "name" in r and isinstance(r.get("name"), str) and r.get("class") == "kernel_launch":
+                h = r.get("handle", r.get("function", r.get("kernel")))
+                if h is not None:
+                    named[h] = r["name"]
+        return named
+
+    def launches(self):
+        return [r for r in self.records
+                if r.get("class") == "kernel_launch" and str(r.get("api", "")).startswith("cuLaunchKernel")]
+
+
+def mib(n):
+    return f"{n / MiB:.1f} MiB"
+
+
+def check_memory_deltas(b, truth, expect, allocs, frees, key, torch_key):
+    p = truth["points"]
+    for a, z in (("start", "allocated"), ("allocated", "after_empty_cache")):
+        drv = b.live(z, allocs, frees, key) - b.live(a, allocs, frees, key)
+        torch_delta = p[z][torch_key] - p[a][torch_key]
+        info_delta = p[a]["mem_get_info_free"] - p[z]["mem_get_info_free"]
+        expect(drv == torch_delta,
+               f"{a}->{z}: driver {mib(drv)} == torch {torch_key} {mib(torch_delta)}")
+        expect(abs(drv - info_delta) <= 4 * MiB,
+               f"{a}->{z}: driver {mib(drv)} ~ cuMemGetInfo {mib(info_delta)} (4 MiB)")
+    expect(all(r.get("caller") for r in b.records if r.get("api") in allocs),
+           "allocations carry a caller library")
+
+
+def check_alloc_default(b, truth, expect):
+    check_memory_deltas(b, truth, expect, {"cuMemAlloc_v2"}, {"cuMemFree_v2"}, "ptr", "reserved")
+
+
+def check_alloc_expandable(b, truth, expect):
+    expect(b.apis(b.records, "cuMemAddressReserve"), "cuMemAddressReserve recorded")
+    expect(b.apis(b.records, "cuMemMap"), "cuMemMap recorded")
+    check_memory_deltas(b, truth, expect, {"cuMemCreate"}, {"cuMemRelease"}, "handle", "reserved")
+
+
+def check_alloc_async(b, truth, expect):
+    allocs = {"cuMemAllocAsync", "cuMemAllocAsync_ptsz", "cuMemAllocFromPoolAsync",
+              "cuMemAllocFromPoolAsync_ptsz"}
+    frees = {"cuMemFreeAsync", "cuMemFreeAsync_ptsz"}
+    n = len([r for r in b.between("start", "allocated") if r.get("api") in allocs])
+    expect(n >= truth["points"]["allocated"]["tensors"],
+           f"cuMemAllocAsync per tensor ({n} >= {truth['points']['allocated']['tensors']})")
+    p = truth["points"]
+    drv = b.live("allocated", allocs, frees) - b.live("start", allocs, frees)
+    torch_delta = p["allocated"]["allocated"] - p["start"]["allocated"]
+    expect(drv == torch_delta, f"start->allocated: driver {mib(drv)} == torch allocated {mib(torch_delta)}")
+
+
+def check_graph(b, truth, expect):
+    launches = [r for r in b.between("after_capture", "after_replays") if r.get("api") in LAUNCH_APIS]
+    expect(len(launches) == truth["replays"], f"{len(launches)} graph launches == {truth['replays']}")
+    cap = b.between("before_capture", "after_capture")
+    expect(b.apis(cap, "cuStreamBeginCapture"), "capture begin recorded")
+    expect(b.apis(cap, "cuStreamEndCapture"), "capture end recorded")
+    expect(b.apis(cap, "cuGraphInstantiate"), "instantiation recorded")
+    check_kernel_names(b, expect)
+
+
+def check_kernel_names(b, expect):
+    launches = b.launches()
+    names = b.kernel_names()
+    handles = {r.get("handle", r.get("function", r.get("kernel"))) for r in launches}
+    unnamed = [h for h in handles if h not in names]
+    expect(launches and not unnamed,
+           f"{len(launches)} kernel launches, {len(handles)} kernels, {len(unnamed)} without a name")
+
+
+def check_compile(b, truth, expect):
+    launches = [r for r in b.records if r.get("api") in LAUNCH_APIS]
+    expect(len(launches) >= 5, f"cudagraph-tree replays recorded ({len(launches)})")
+    expect(b.apis(b.records, "cuStreamBeginCapture"), "capture recorded")
+    expect(b.apis(b.records, "cuGraphInstantiate"), "instantiation recorded")
+    check_kernel_names(b, expect)
+
+
+def check_nccl(b, truth, expect):
+    expect(truth["allreduce_correct"], "all_reduce result correct")
+    recs = b.between("before_nccl", "after_allreduce")
+    nccl = [r for r in recs if "nccl" in str(r.get("caller", "")).lower()]
+    expect(nccl, f"{len(nccl)} driver calls attributed to NCCL")
+    created = sum(r["size"] for r in recs if r.get("api") == "cuMemCreate" and r.get("result", 0) == 0)
+    allocd = sum(r["size"] for r in recs if r.get("api") == "cuMemAlloc_v2" and r.get("result", 0) == 0)
+    p = truth["points"]
+    used = p["before_nccl"]["mem_get_info_free"] - p["after_allreduce"]["mem_get_info_free"]
+    torch_delta = p["after_allreduce"]["reserved"] - p["before_nccl"]["reserved"]
+    outside = used - torch_delta
+    expect(abs(created + allocd - outside) <= max(64 * MiB, outside // 5),
+           f"driver allocations {mib(created + allocd)} ~ memory outside the allocator {mib(outside)}")
+
+
+def check_demo(b, truth, expect):
+    check_graph_like = [r for r in b.records if r.get("api") in LAUNCH_APIS]
+    expect(len(check_graph_like) == 20, f"{len(check_graph_like)} graph launches == 20")
+
+
+def bench(gate, rounds):
+    """Launch-bound loops with and without the agent, interleaved, in one call."""
+    times = {False: [], True: []}
+    case_dir = gate.out / "bench"
+    case_dir.mkdir(parents=True, exist_ok=True)
+    for i in range(rounds):
+        for agent in (False, True):
+            r = Run([sys.executable, "launch_bench.py"], gate.env(agent, case_dir), 600)
+            line = next((ln for ln in r.stdout.splitlines() if ln.startswith("BENCH ")), None)
+            if line:
+                times[agent].append(json.loads(line[6:]))
+    if not times[False] or not times[True]:
+        return None
+    res = {}
+    for k in ("launch_s", "replay_s"):
+        base = statistics.median(t[k] for t in times[False])
+        agent = statistics.median(t[k] for t in times[True])
+        res[k] = (base, agent, agent / base)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--bench-rounds", type=int, default=3)
+    args = ap.parse_args()
+    if not have_gpu():
+        print("SKIP: no CUDA GPU or no CUDA-enabled torch here; the GPU gate needs both")
+        return 77
+    gate = Gate(args.build, args.out)
+    cases = [
+        ("alloc-default", ["alloc.py", "default"], check_alloc_default),
+        ("alloc-expandable", ["alloc.py", "expandable"], check_alloc_expandable),
+        ("alloc-async", ["alloc.py", "async"], check_alloc_async),
+        ("graph-replay-50", ["graph_replay.py"], check_graph),
+        ("compile-reduce-overhead", ["compile_graphs.py"], check_compile),
+        ("nccl-1rank", ["nccl_allreduce.py"], check_nccl),
+        ("demo", ["demo.py"], check_demo),
+    ]
+    for name, argv, check in cases:
+        if args.only and name not in args.only:
+            continue
+        gate.run_case(name, argv, check)
+    bench_res = None if args.no_bench else bench(gate, args.bench_rounds)
+
+    print("\n== GPU gate details")
+    for name, ok, checks, secs in gate.rows:
+        print(f"-- {name} ({secs:.1f}s)")
+        for good, what in checks:
+            print(f"   [{'ok' if good else 'FAIL'}] {what}")
+    print("\n== GPU gate summary")
+    print(f"{'case':28} {'result':8} checks")
+    for name, ok, checks, _ in gate.rows:
+        print(f"{name:28} {'PASS' if ok else 'FAIL':8} {sum(c[0] for c in checks)}/{len(checks)}")
+    if bench_res:
+        for k, (base, agent, ratio) in bench_res.items():
+            print(f"{'bench ' + k:28} {'ratio':8} {ratio:.3f} (agent {agent:.3f}s / none {base:.3f}s)")
+    summary = {"cases": [{"name": n, "ok": ok, "checks": [[g, w] for g, w in c]} for n, ok, c, _ in gate.rows],
+               "bench": bench_res}
+    (gate.out / "summary.json").write_text(json.dumps(summary, indent=1))
+    return 0 if all(r[1] for r in gate.rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
