@@ -1,0 +1,21 @@
+// Runs the real tcgd-analyze binary and captures what it printed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tcgd::analyze::testing {
+
+struct ToolResult {
+  int exit_code = -1;  // -1: did not exit normally (a crash is a failure)
+  std::string out;
+  std::string err;
+};
+
+// Runs TCGD_ANALYZE_BIN (a compile definition) with `args`.
+ToolResult runAnalyze(const std::vector<std::string>& args);
+
+// Splits text into lines without their newlines (no empty last line).
+std::vector<std::string> splitLines(const std::string& text);
+
+}  // namespace tcgd::analyze::testing

@@ -1,0 +1,138 @@
+// The command-line front of tcgd-analyze: a registry of (possibly nested)
+// subcommands, each with its own options and --help, and the argument parser.
+//
+// Verb groups ("memory", "tensor") are registered like commands; a command's
+// path is its words ("info", or "memory" "summary"). Adding a command means
+// writing a CommandSpec and registering it from registerBuiltinCommands()
+// (commands.h); nothing here changes.
+#pragma once
+
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tcgd::analyze {
+
+inline constexpr const char* kProgramName = "tcgd-analyze";
+
+// Exit codes shared by every command.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFinding = 1;  // e.g. validate: readable but torn or incomplete
+inline constexpr int kExitError = 2;    // bad input, bad usage, unreadable file
+
+// An error for the user: one line, no "error:" prefix, mapped to exit 2 in
+// main. Thrown anywhere in analyzer code (STYLE.md: analyzer side uses
+// exceptions carrying a user-facing message).
+class AnalyzeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A command-line mistake; main adds a hint naming the right --help.
+class UsageError : public AnalyzeError {
+ public:
+  UsageError(std::string message, std::string help_command)
+      : AnalyzeError(std::move(message)), help_command_(std::move(help_command)) {}
+  // e.g. "tcgd-analyze info --help"
+  const std::string& helpCommand() const { return help_command_; }
+
+ private:
+  std::string help_command_;
+};
+
+// Buffered stdout. Commands append text to buffer() and call maybeFlush()
+// now and then; dump writes millions of lines, so no per-line syscall.
+class Output {
+ public:
+  explicit Output(std::FILE* file = stdout) : file_(file) { buffer_.reserve(kFlushBytes * 2); }
+  ~Output() { flush(); }
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
+
+  std::string& buffer() { return buffer_; }
+  void append(std::string_view text) { buffer_.append(text); }
+  void maybeFlush() {
+    if (buffer_.size() >= kFlushBytes) flush();
+  }
+  void flush();
+  // True once a write failed (disk full, closed pipe with SIGPIPE ignored);
+  // main() turns it into an error line and exit 2.
+  bool failed() const { return failed_; }
+
+ private:
+  static constexpr size_t kFlushBytes = 1 << 16;
+  std::FILE* file_;
+  bool failed_ = false;
+  std::string buffer_;
+};
+
+struct OptionSpec {
+  std::string name;        // "--json"
+  std::string value_name;  // empty: a flag; else "--name VALUE" or "--name=VALUE"
+  std::string help;
+};
+
+struct ArgumentSpec {
+  std::string name;  // "BUNDLE"
+  std::string help;
+};
+
+class ParsedArgs {
+ public:
+  const std::vector<std::string>& positionals() const { return positionals_; }
+  const std::string& positional(size_t i) const { return positionals_.at(i); }
+  bool flag(std::string_view name) const { return values_.count(std::string(name)) != 0; }
+  std::optional<std::string> value(std::string_view name) const;
+
+ private:
+  friend class CommandRegistry;
+  std::vector<std::string> positionals_;
+  std::map<std::string, std::string> values_;  // flags map to ""
+};
+
+struct CommandSpec {
+  std::vector<std::string> path;        // {"info"} or {"memory", "summary"}
+  std::string summary;                  // one line, for the parent's listing
+  std::string description;              // paragraphs for its own --help
+  std::vector<ArgumentSpec> arguments;  // all required, in order
+  std::vector<OptionSpec> options;      // --help is implicit
+  std::string exit_codes;               // lines for its --help; empty: the default
+  std::function<int(const ParsedArgs&, Output&)> run;
+};
+
+class CommandRegistry {
+ public:
+  // A group of subcommands ("memory"); its parents must exist.
+  void addGroup(std::vector<std::string> path, std::string summary, std::string description = "");
+  void add(CommandSpec command);
+
+  // Parses argv (without argv[0]), runs the command and returns the exit
+  // code. Help goes to `out`. Throws UsageError for bad usage and whatever
+  // the command throws.
+  int dispatch(const std::vector<std::string>& args, Output& out) const;
+
+  // The --help text of the top level ({}), a group or a command.
+  std::string helpText(const std::vector<std::string>& path) const;
+
+ private:
+  struct Node {
+    std::string summary;
+    std::string description;
+    std::optional<CommandSpec> command;   // a leaf
+    std::vector<std::string> children;    // in registration order
+  };
+  static std::string join(const std::vector<std::string>& path);
+  const Node* find(const std::vector<std::string>& path) const;
+  ParsedArgs parseArguments(const CommandSpec& command, const std::vector<std::string>& args,
+                            size_t first) const;
+
+  std::map<std::string, Node> nodes_{{"", Node{}}};
+};
+
+}  // namespace tcgd::analyze

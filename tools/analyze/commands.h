@@ -1,0 +1,22 @@
+// The commands of tcgd-analyze. Each registers itself into the registry
+// with its options and help; main() calls registerBuiltinCommands().
+// Registration is explicit, not from static initializers, because the
+// commands live in a static library whose unreferenced objects the linker
+// would drop.
+#pragma once
+
+#include "cli.h"
+
+namespace tcgd::analyze {
+
+void registerInfoCommand(CommandRegistry& registry);
+void registerValidateCommand(CommandRegistry& registry);
+void registerDumpCommand(CommandRegistry& registry);
+
+// Every command above; later verb groups (memory, tensor) add theirs here.
+void registerBuiltinCommands(CommandRegistry& registry);
+
+// The help text of the BUNDLE argument, shared by the commands.
+inline constexpr const char* kBundleArgumentHelp = "a bundle file (.tcgd-memory or .tcgd-tensor)";
+
+}  // namespace tcgd::analyze
