@@ -1,1 +1,74 @@
-// Being written.
+// The explicit C API (agent/include/tcgd/tcgd.h). The only functions of the
+// agent core with default visibility; agent/libtcgd.map exports tcgd_*.
+#include "tcgd/tcgd.h"
+
+#include <cstring>
+
+#include "emit.h"
+
+#define TCGD_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using tcgd::channel::BlobKind;
+using tcgd::channel::PointOrigin;
+using tcgd::channel::RecordClass;
+
+constexpr size_t kMaxPointName = 1023;
+constexpr size_t kMaxMetadataKey = 255;
+constexpr size_t kMaxMetadataValue = 4095;
+
+// Length of `s` if it is at most `max` bytes, else max + 1; never reads past
+// max + 1 bytes of a string that may not be terminated where we expect.
+size_t boundedLength(const char* s, size_t max) { return strnlen(s, max + 1); }
+
+int point(const char* name, const char* suffix, PointOrigin origin) {
+  if (name == nullptr) return TCGD_INVALID;
+  const size_t length = boundedLength(name, kMaxPointName);
+  if (length == 0 || length > kMaxPointName) return TCGD_INVALID;
+  if (!tcgd::agent::start()) return TCGD_DISABLED;
+  if (suffix == nullptr)
+    return tcgd::agent::emitPoint(name, static_cast<uint32_t>(length), origin) ? TCGD_OK
+                                                                               : TCGD_DROPPED;
+  char full[kMaxPointName + 16];
+  const size_t suffix_length = std::strlen(suffix);
+  std::memcpy(full, name, length);
+  std::memcpy(full + length, suffix, suffix_length);
+  return tcgd::agent::emitPoint(full, static_cast<uint32_t>(length + suffix_length), origin)
+             ? TCGD_OK
+             : TCGD_DROPPED;
+}
+
+}  // namespace
+
+TCGD_API int tcgd_point(const char* name) { return point(name, nullptr, PointOrigin::kExplicit); }
+
+TCGD_API int tcgd_phase_begin(const char* name) {
+  return point(name, "/begin", PointOrigin::kPhaseBegin);
+}
+
+TCGD_API int tcgd_phase_end(const char* name) { return point(name, "/end", PointOrigin::kPhaseEnd); }
+
+TCGD_API int tcgd_set_metadata(const char* key, const char* value) {
+  if (key == nullptr || value == nullptr) return TCGD_INVALID;
+  const size_t key_length = boundedLength(key, kMaxMetadataKey);
+  const size_t value_length = boundedLength(value, kMaxMetadataValue);
+  if (key_length == 0 || key_length > kMaxMetadataKey || value_length > kMaxMetadataValue)
+    return TCGD_INVALID;
+  if (!tcgd::agent::start()) return TCGD_DISABLED;
+  uint64_t key_id = 0;
+  uint64_t value_id = 0;
+  if (!tcgd::agent::emitBlob(BlobKind::kString, key, static_cast<uint32_t>(key_length), &key_id) ||
+      !tcgd::agent::emitBlob(BlobKind::kString, value, static_cast<uint32_t>(value_length),
+                             &value_id)) {
+    return TCGD_DROPPED;
+  }
+  return tcgd::agent::emit(tcgd::channel::kRecordMetadata, RecordClass::kControl, 0, key_id,
+                           value_id)
+             ? TCGD_OK
+             : TCGD_DROPPED;
+}
+
+TCGD_API int tcgd_enabled(void) { return tcgd::agent::start() ? 1 : 0; }
+
+TCGD_API const char* tcgd_version(void) { return TCGD_VERSION_STRING; }

@@ -36,4 +36,14 @@ uint32_t currentTid();
 [[nodiscard]] bool emitBlob(channel::BlobKind kind, const void* bytes, uint32_t length,
                             uint64_t* id);
 
+// Pushes a named point: the name as a BlobKind::kString blob, then a
+// kRecordPoint (a0 name blob, a1 origin, a2 the process's next point
+// ordinal). False when not recording or when either push was dropped.
+// Automatic point rules (collectors/points) and the C API both use it, so
+// ordinals count every point of the process in one sequence. When pushed
+// and `ordinal` is not null, *ordinal receives the point's ordinal (what a
+// point-time collector tags its own records with).
+[[nodiscard]] bool emitPoint(const char* name, uint32_t length, channel::PointOrigin origin,
+                             uint64_t* ordinal = nullptr);
+
 }  // namespace tcgd::agent

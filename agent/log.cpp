@@ -2,8 +2,12 @@
 
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <new>
+#include <string>
 #include <string_view>
 
 namespace tcgd::agent {
@@ -30,6 +34,39 @@ bool setLogLevel(const char* name) {
   if (level == spdlog::level::off && std::string_view(name) != "off") return false;
   logger().set_level(level);
   return true;
+}
+
+namespace {
+
+void writeLine(std::string_view text) {
+  std::string line = "tcgd: ";
+  line.append(text);
+  line.push_back('\n');
+  // errno belongs to the job: a failed write to a closed stderr must not
+  // leak into what the job sees.
+  const int saved = errno;
+  const char* p = line.data();
+  size_t left = line.size();
+  while (left > 0) {
+    const ssize_t n = write(STDERR_FILENO, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  errno = saved;
+}
+
+}  // namespace
+
+void reportError(std::string_view text) {
+  if (logger().level() == spdlog::level::off) return;
+  writeLine(text);
+}
+
+void reportWarning(std::string_view text) {
+  if (logger().level() > spdlog::level::warn) return;
+  writeLine(text);
 }
 
 }  // namespace tcgd::agent

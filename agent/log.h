@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
@@ -16,6 +17,14 @@ spdlog::logger& logger();
 
 // Applies a level name; false if the name is not a level.
 bool setLogLevel(const char* name);
+
+// One line for the user on stderr, "tcgd: <text>\n", written with a single
+// write(2) so that lines of several processes sharing a terminal do not
+// interleave, and without spdlog's pattern: these are the lines that say why
+// the agent is off or what it ignored. Errors are shown unless the level is
+// off, warnings unless it is above warn. Not for hot paths.
+void reportError(std::string_view text);
+void reportWarning(std::string_view text);
 
 }  // namespace tcgd::agent
 

@@ -32,6 +32,8 @@ void registerRecordTypes(const RecordTypeInfo* table, size_t count);
 
 // Serializes every registered type, one per line:
 //   id \t class \t name \t flags \t word0 \t ... \t word4
+// id is decimal; class is the class's name (channel::recordClassName, e.g.
+// "point"); an empty field is an unused word or no flags.
 std::string serializeSchema();
 
 // The registered entry for `id`, or nullptr.
