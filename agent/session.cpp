@@ -133,6 +133,9 @@ bool pushSessionEnd(channel::Channel& channel, channel::EndReason reason, uint64
     sleepOneMs();
   }
   if (!pushed) channel.countDrop(record.cls);
+  // relaxed: published by the release store of producer_state below.
+  channel.header()->end_reason.store(static_cast<uint64_t>(reason), std::memory_order_relaxed);
+  channel.header()->end_detail.store(detail, std::memory_order_relaxed);
   // release: the recorder reading kClosed must also see the end record.
   channel.header()->producer_state.store(static_cast<uint32_t>(channel::ProducerState::kClosed),
                                          std::memory_order_release);

@@ -89,6 +89,8 @@ Status Channel::create(const ChannelOptions& options, Channel* out) {
   header->start_realtime_ns = realtimeNowNs();
   header->producer_state.store(0, std::memory_order_relaxed);
   header->consumer_state.store(0, std::memory_order_relaxed);
+  header->end_reason.store(0, std::memory_order_relaxed);
+  header->end_detail.store(0, std::memory_order_relaxed);
   for (auto& d : header->drops) d.store(0, std::memory_order_relaxed);
 
   auto* bytes = static_cast<unsigned char*>(base);

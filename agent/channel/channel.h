@@ -64,6 +64,11 @@ struct ChannelHeader {
   uint64_t start_realtime_ns;
   std::atomic<uint32_t> producer_state;
   std::atomic<uint32_t> consumer_state;
+  // Why the producer closed (EndReason) and its detail (a signal number),
+  // written before producer_state becomes kClosed, so the recorder knows the
+  // reason even when the session-end record itself was dropped.
+  std::atomic<uint64_t> end_reason;
+  std::atomic<uint64_t> end_detail;
   RingIndices record_indices;
   RingIndices payload_indices;
   // Drops per RecordClass; relaxed increments, read by the recorder.

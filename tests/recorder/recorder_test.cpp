@@ -329,6 +329,25 @@ TEST_F(RecorderTest, ClosedSessionWhoseEndRecordWasDroppedFinishesAtOnce) {
   EXPECT_EQ(typeCount(b.trailer, kSmallEvent) + 1, producer_.records().capacity());
 }
 
+TEST_F(RecorderTest, DroppedEndRecordKeepsTheReasonFromTheChannelHeader) {
+  ASSERT_TRUE(pushSessionStart(producer_, spec_));
+  while (pushRecord(producer_, kSmallEvent, RecordClass::kDriverMemory, 1)) {
+  }
+  // The agent's signal handler could not push its end record: the reason
+  // travels in the channel header instead.
+  producer_.header()->end_reason.store(static_cast<uint64_t>(EndReason::kSignal));
+  producer_.header()->end_detail.store(6);
+  producer_.header()->producer_state.store(
+      static_cast<uint32_t>(channel::ProducerState::kClosed), std::memory_order_release);
+  auto running = start();
+  const RecorderResult result = finish(running);
+  const BundleContents b = readBundle(result.bundle_path);
+  ASSERT_TRUE(b.has_trailer);
+  EXPECT_EQ(b.trailer.end_reason(), "signal 6");
+  EXPECT_EQ(b.trailer.signal(), 6);
+  EXPECT_FALSE(b.trailer.complete());
+}
+
 TEST_F(RecorderTest, SignalSessionEndNamesTheSignal) {
   ASSERT_TRUE(pushSessionStart(producer_, spec_));
   ASSERT_TRUE(pushSessionEnd(producer_, EndReason::kSignal, 15));

@@ -429,8 +429,14 @@ RecorderResult Recorder::Impl::run() {
     } else if (closed && work == 0 && !stalled_) {
       // The agent closed the session but its end record was dropped (the
       // ring stayed full; the drop is counted, so the bundle is
-      // incomplete). It is waiting for us: finish now, not at its death.
-      finalize("normal exit", 0, true);
+      // incomplete). It is waiting for us: finish now, not at its death,
+      // with the reason it left in the channel header.
+      Record end{};
+      end.a[0] = header_->end_reason.load(std::memory_order_relaxed);
+      end.a[1] = header_->end_detail.load(std::memory_order_relaxed);
+      if (end.a[0] == 0) end.a[0] = static_cast<uint64_t>(channel::EndReason::kNormalExit);
+      noteSessionEnd(end);
+      finalize(session_end_reason_, session_end_signal_, session_end_normal_);
     } else if (dead && work == 0) {
       const JobExit exit = channel_dropped_ ? JobExit{"job vanished", 0} : options_.job->exitInfo();
       finalize(exit.reason, exit.signal, false);
