@@ -1,0 +1,26 @@
+// Registers the record types of collectors/ with the schema registry.
+#include "collectors/record_types.h"
+
+#include <iterator>
+
+#include "schema.h"
+
+namespace tcgd::collectors {
+namespace {
+
+using channel::RecordClass;
+
+const agent::RecordTypeInfo kCollectorTypes[] = {
+    {kRecordKernelName, RecordClass::kKernelLaunch, "kernel_name",
+     {"function:hex", "name:blob", "family:u8", "", ""}, nullptr},
+    {kRecordReleaseFailed, RecordClass::kDriverOther, "release_failed",
+     {"ptr:hex", "release_type:u16", "result:u32", "", ""}, nullptr},
+};
+
+[[maybe_unused]] const bool kRegistered = [] {
+  agent::registerRecordTypes(kCollectorTypes, std::size(kCollectorTypes));
+  return true;
+}();
+
+}  // namespace
+}  // namespace tcgd::collectors

@@ -1,0 +1,210 @@
+// The fake driver's core: entry table, counters, initialization and
+// cuGetProcAddress with the real driver's variant rules.
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "fake_cuda.h"
+#include "fake_state.h"
+
+namespace fake {
+
+const Entry kEntries[kEntryCount] = {
+#define FAKE_ENTRY(elf, base, version, per_thread) {#elf, #base, version, per_thread != 0},
+#include "fake_entries.def"
+#undef FAKE_ENTRY
+};
+
+void* const kAddresses[kEntryCount] = {
+#define FAKE_ENTRY(elf, base, version, per_thread) reinterpret_cast<void*>(&::elf),
+#include "fake_entries.def"
+#undef FAKE_ENTRY
+};
+
+namespace {
+
+std::atomic<uint64_t> g_calls[kEntryCount];
+std::atomic<int> g_injected[kEntryCount];  // 0: nothing injected
+std::atomic<int> g_last[kEntryCount];
+std::atomic<bool> g_initialized{false};
+
+[[maybe_unused]] const bool kLastInitialized = [] {
+  for (auto& last : g_last) last.store(-1);
+  return true;
+}();
+
+constexpr unsigned kPerThreadFlag = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+
+// cuGetProcAddress as driver 580 answers (observed): a version above the
+// driver's is an error; an unknown (or empty) name is success with NULL and
+// "not found"; with the per-thread flag, a base name that has per-thread
+// variants is answered from those only (cuLaunchKernel at 4000 with flag 2
+// is "version not sufficient", its _ptsz came in 7000); otherwise the newest
+// variant whose version is not above the one asked for.
+CUresult resolve(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                 CUdriverProcAddressQueryResult* status) {
+  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (version > driverVersion()) return CUDA_ERROR_INVALID_VALUE;
+  bool known = false;
+  bool has_per_thread = false;
+  for (const Entry& e : kEntries) {
+    if (std::strcmp(e.base, symbol) != 0) continue;
+    known = true;
+    has_per_thread = has_per_thread || e.per_thread;
+  }
+  *pfn = nullptr;
+  if (!known) {
+    if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_SUCCESS;
+  }
+  const bool want_per_thread = (flags & kPerThreadFlag) != 0 && has_per_thread;
+  int best = -1;
+  for (size_t i = 0; i < kEntryCount; ++i) {
+    const Entry& e = kEntries[i];
+    if (std::strcmp(e.base, symbol) != 0 || e.per_thread != want_per_thread) continue;
+    if (e.version > version) continue;
+    if (best < 0 || e.version > kEntries[best].version) best = static_cast<int>(i);
+  }
+  if (best < 0) {
+    if (status != nullptr) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+    return CUDA_SUCCESS;
+  }
+  *pfn = kAddresses[best];
+  if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+int findEntry(const char* elf) {
+  if (elf == nullptr) return -1;
+  for (size_t i = 0; i < kEntryCount; ++i) {
+    if (std::strcmp(kEntries[i].elf, elf) == 0) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+CUresult enter(Id id) {
+  const size_t i = static_cast<size_t>(id);
+  g_calls[i].fetch_add(1, std::memory_order_relaxed);
+  if (g_injected[i].load(std::memory_order_relaxed) == 0) return CUDA_SUCCESS;
+  return static_cast<CUresult>(g_injected[i].exchange(0));
+}
+
+CUresult finish(Id id, CUresult result) {
+  g_last[static_cast<size_t>(id)].store(static_cast<int>(result), std::memory_order_relaxed);
+  return result;
+}
+
+bool initialized() { return g_initialized.load(); }
+
+int driverVersion() {
+  // FAKE_CUDA_DRIVER_VERSION lets a test pose as a newer driver.
+  static const int version = [] {
+    const char* env = std::getenv("FAKE_CUDA_DRIVER_VERSION");
+    return env != nullptr ? std::atoi(env) : CUDA_VERSION;
+  }();
+  return version;
+}
+
+bool isKernel(const void* handle) {
+  return handle != nullptr && static_cast<const Kernel*>(handle)->magic == Magic::kKernel;
+}
+
+}  // namespace fake
+
+// ---- driver entry points -------------------------------------------------
+
+FAKE_EXPORT CUresult cuInit(unsigned int flags) {
+  FAKE_ENTER(cuInit);
+  if (flags != 0) FAKE_RETURN(cuInit, CUDA_ERROR_INVALID_VALUE);
+  fake::g_initialized.store(true);
+  FAKE_RETURN(cuInit, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuDriverGetVersion(int* version) {
+  FAKE_ENTER(cuDriverGetVersion);
+  if (version == nullptr) FAKE_RETURN(cuDriverGetVersion, CUDA_ERROR_INVALID_VALUE);
+  *version = fake::driverVersion();
+  FAKE_RETURN(cuDriverGetVersion, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  FAKE_ENTER(cuDeviceGet);
+  if (!fake::initialized()) FAKE_RETURN(cuDeviceGet, CUDA_ERROR_NOT_INITIALIZED);
+  if (device == nullptr || ordinal != 0) FAKE_RETURN(cuDeviceGet, CUDA_ERROR_INVALID_DEVICE);
+  *device = 0;
+  FAKE_RETURN(cuDeviceGet, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuDeviceGetCount(int* count) {
+  FAKE_ENTER(cuDeviceGetCount);
+  if (!fake::initialized()) FAKE_RETURN(cuDeviceGetCount, CUDA_ERROR_NOT_INITIALIZED);
+  if (count == nullptr) FAKE_RETURN(cuDeviceGetCount, CUDA_ERROR_INVALID_VALUE);
+  *count = 1;
+  FAKE_RETURN(cuDeviceGetCount, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
+  FAKE_ENTER(cuCtxGetDevice);
+  if (!fake::initialized()) FAKE_RETURN(cuCtxGetDevice, CUDA_ERROR_NOT_INITIALIZED);
+  if (device == nullptr) FAKE_RETURN(cuCtxGetDevice, CUDA_ERROR_INVALID_VALUE);
+  *device = 0;
+  FAKE_RETURN(cuCtxGetDevice, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion,
+                                         cuuint64_t flags, CUdriverProcAddressQueryResult* status) {
+  FAKE_ENTER(cuGetProcAddress_v2);
+  FAKE_RETURN(cuGetProcAddress_v2, fake::resolve(symbol, pfn, cudaVersion, flags, status));
+}
+
+// The 11.3 ABI: no status; an unknown name is CUDA_ERROR_NOT_FOUND.
+FAKE_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
+                                      cuuint64_t flags) {
+  FAKE_ENTER(cuGetProcAddress);
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
+  CUresult result = fake::resolve(symbol, pfn, cudaVersion, flags, &status);
+  if (result == CUDA_SUCCESS && status != CU_GET_PROC_ADDRESS_SUCCESS) result = CUDA_ERROR_NOT_FOUND;
+  FAKE_RETURN(cuGetProcAddress, result);
+}
+
+// ---- test helpers --------------------------------------------------------
+
+FAKE_EXPORT uint64_t fake_cuda_calls(const char* elf_name) {
+  const int i = fake::findEntry(elf_name);
+  return i < 0 ? 0 : fake::g_calls[i].load();
+}
+
+FAKE_EXPORT int fake_cuda_last_result(const char* elf_name) {
+  const int i = fake::findEntry(elf_name);
+  return i < 0 ? -1 : fake::g_last[i].load();
+}
+
+FAKE_EXPORT void fake_cuda_inject(const char* elf_name, int result) {
+  const int i = fake::findEntry(elf_name);
+  if (i >= 0) fake::g_injected[i].store(result);
+}
+
+FAKE_EXPORT void* fake_cuda_make_kernel(const char* name, int family) {
+  auto* kernel = new fake::Kernel;  // lives as long as the process, like a module's kernels
+  kernel->family = family;
+  std::strncpy(kernel->name, name, sizeof(kernel->name) - 1);
+  return kernel;
+}
+
+FAKE_EXPORT int fake_cuda_resolve(const char* symbol, void** pfn, int cuda_version,
+                                  unsigned long long flags, int* status) {
+  // Untouched on error, like the driver's.
+  CUdriverProcAddressQueryResult st = status != nullptr
+                                          ? static_cast<CUdriverProcAddressQueryResult>(*status)
+                                          : CU_GET_PROC_ADDRESS_SUCCESS;
+  const CUresult result = fake::resolve(symbol, pfn, cuda_version, flags, &st);
+  if (status != nullptr) *status = st;
+  return result;
+}
+
+FAKE_EXPORT void* fake_cuda_symbol(const char* elf_name) {
+  const int i = fake::findEntry(elf_name);
+  return i < 0 ? nullptr : fake::kAddresses[i];
+}

@@ -1,0 +1,276 @@
+// The fake driver's memory entry points, on host memory: device and pinned
+// allocations are malloc'd, virtual memory is mmap'd. Errors follow the real
+// driver where tests rely on them (size 0, unknown pointers, no cuInit).
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "fake_cuda.h"
+#include "fake_state.h"
+
+namespace {
+
+constexpr uint64_t kTotalBytes = uint64_t{80} << 30;
+
+struct Memory {
+  std::mutex mutex;
+  std::unordered_map<uint64_t, size_t> device;   // pointer -> bytes
+  std::unordered_map<uint64_t, size_t> host;     // pinned host allocations
+  std::unordered_map<uint64_t, size_t> handles;  // cuMemCreate handle -> bytes
+  std::map<uint64_t, size_t> reservations;       // cuMemAddressReserve base -> bytes
+  uint64_t next_handle = 0x1000;
+  uint64_t live_device_bytes = 0;
+};
+
+Memory& memory() {
+  static auto* m = new Memory;  // never destroyed: calls may come during exit
+  return *m;
+}
+
+CUresult allocDevice(CUdeviceptr* dptr, size_t bytes) {
+  if (!fake::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  void* p = std::malloc(bytes);
+  if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  m.device[reinterpret_cast<uint64_t>(p)] = bytes;
+  m.live_device_bytes += bytes;
+  *dptr = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult freeDevice(CUdeviceptr dptr) {
+  if (!fake::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  auto it = m.device.find(dptr);
+  if (it == m.device.end()) return CUDA_ERROR_INVALID_VALUE;
+  m.live_device_bytes -= it->second;
+  m.device.erase(it);
+  std::free(reinterpret_cast<void*>(dptr));
+  return CUDA_SUCCESS;
+}
+
+CUresult allocHost(void** pp, size_t bytes) {
+  if (!fake::initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (pp == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  void* p = std::malloc(bytes);
+  if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  m.host[reinterpret_cast<uint64_t>(p)] = bytes;
+  *pp = p;
+  return CUDA_SUCCESS;
+}
+
+bool validStream(CUstream stream) {
+  // Handles are null, the legacy/per-thread markers, or fake streams.
+  return stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD ||
+         *reinterpret_cast<const fake::Magic*>(stream) == fake::Magic::kStream;
+}
+
+}  // namespace
+
+FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
+  FAKE_ENTER(cuMemGetInfo_v2);
+  if (!fake::initialized()) FAKE_RETURN(cuMemGetInfo_v2, CUDA_ERROR_NOT_INITIALIZED);
+  if (free_bytes == nullptr || total_bytes == nullptr) {
+    FAKE_RETURN(cuMemGetInfo_v2, CUDA_ERROR_INVALID_VALUE);
+  }
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  *total_bytes = kTotalBytes;
+  *free_bytes = kTotalBytes - m.live_device_bytes;
+  FAKE_RETURN(cuMemGetInfo_v2, CUDA_SUCCESS);
+}
+
+// The 2.0 ABI with 32-bit pointers: present so tests can ask for it, but (as
+// on any 64-bit driver worth testing) it cannot allocate.
+FAKE_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize) {
+  FAKE_ENTER(cuMemAlloc);
+  (void)dptr;
+  (void)bytesize;
+  FAKE_RETURN(cuMemAlloc, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  FAKE_ENTER(cuMemAlloc_v2);
+  FAKE_RETURN(cuMemAlloc_v2, allocDevice(dptr, bytesize));
+}
+
+FAKE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes,
+                                        size_t Height, unsigned int ElementSizeBytes) {
+  FAKE_ENTER(cuMemAllocPitch_v2);
+  if (pPitch == nullptr || ElementSizeBytes == 0 || Height == 0) {
+    FAKE_RETURN(cuMemAllocPitch_v2, CUDA_ERROR_INVALID_VALUE);
+  }
+  const size_t pitch = (WidthInBytes + 511) / 512 * 512;
+  const CUresult result = allocDevice(dptr, pitch * Height);
+  if (result == CUDA_SUCCESS) *pPitch = pitch;
+  FAKE_RETURN(cuMemAllocPitch_v2, result);
+}
+
+FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+  FAKE_ENTER(cuMemAllocManaged);
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) {
+    FAKE_RETURN(cuMemAllocManaged, CUDA_ERROR_INVALID_VALUE);
+  }
+  FAKE_RETURN(cuMemAllocManaged, allocDevice(dptr, bytesize));
+}
+
+FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  FAKE_ENTER(cuMemFree_v2);
+  FAKE_RETURN(cuMemFree_v2, freeDevice(dptr));
+}
+
+FAKE_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
+  FAKE_ENTER(cuMemAllocHost_v2);
+  FAKE_RETURN(cuMemAllocHost_v2, allocHost(pp, bytesize));
+}
+
+FAKE_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
+  FAKE_ENTER(cuMemHostAlloc);
+  (void)Flags;
+  FAKE_RETURN(cuMemHostAlloc, allocHost(pp, bytesize));
+}
+
+FAKE_EXPORT CUresult cuMemFreeHost(void* p) {
+  FAKE_ENTER(cuMemFreeHost);
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  if (m.host.erase(reinterpret_cast<uint64_t>(p)) == 0) {
+    FAKE_RETURN(cuMemFreeHost, CUDA_ERROR_INVALID_VALUE);
+  }
+  std::free(p);
+  FAKE_RETURN(cuMemFreeHost, CUDA_SUCCESS);
+}
+
+#define FAKE_ALLOC_ASYNC(elf)                                                        \
+  FAKE_EXPORT CUresult elf(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {   \
+    FAKE_ENTER(elf);                                                                 \
+    if (!validStream(hStream)) FAKE_RETURN(elf, CUDA_ERROR_INVALID_HANDLE);          \
+    FAKE_RETURN(elf, allocDevice(dptr, bytesize));                                   \
+  }
+FAKE_ALLOC_ASYNC(cuMemAllocAsync)
+FAKE_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
+
+#define FAKE_ALLOC_FROM_POOL(elf)                                                    \
+  FAKE_EXPORT CUresult elf(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,    \
+                           CUstream hStream) {                                       \
+    FAKE_ENTER(elf);                                                                 \
+    if (pool == nullptr) FAKE_RETURN(elf, CUDA_ERROR_INVALID_VALUE);                 \
+    if (!validStream(hStream)) FAKE_RETURN(elf, CUDA_ERROR_INVALID_HANDLE);          \
+    FAKE_RETURN(elf, allocDevice(dptr, bytesize));                                   \
+  }
+FAKE_ALLOC_FROM_POOL(cuMemAllocFromPoolAsync)
+FAKE_ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
+
+#define FAKE_FREE_ASYNC(elf)                                                         \
+  FAKE_EXPORT CUresult elf(CUdeviceptr dptr, CUstream hStream) {                     \
+    FAKE_ENTER(elf);                                                                 \
+    if (!validStream(hStream)) FAKE_RETURN(elf, CUDA_ERROR_INVALID_HANDLE);          \
+    FAKE_RETURN(elf, freeDevice(dptr));                                              \
+  }
+FAKE_FREE_ASYNC(cuMemFreeAsync)
+FAKE_FREE_ASYNC(cuMemFreeAsync_ptsz)
+
+FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
+                                 const CUmemAllocationProp* prop, unsigned long long flags) {
+  FAKE_ENTER(cuMemCreate);
+  if (!fake::initialized()) FAKE_RETURN(cuMemCreate, CUDA_ERROR_NOT_INITIALIZED);
+  if (handle == nullptr || prop == nullptr || size == 0 || flags != 0) {
+    FAKE_RETURN(cuMemCreate, CUDA_ERROR_INVALID_VALUE);
+  }
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  *handle = m.next_handle;
+  m.next_handle += 0x10;
+  m.handles[*handle] = size;
+  m.live_device_bytes += size;
+  FAKE_RETURN(cuMemCreate, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  FAKE_ENTER(cuMemRelease);
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  auto it = m.handles.find(handle);
+  if (it == m.handles.end()) FAKE_RETURN(cuMemRelease, CUDA_ERROR_INVALID_VALUE);
+  m.live_device_bytes -= it->second;
+  m.handles.erase(it);
+  FAKE_RETURN(cuMemRelease, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment,
+                                         CUdeviceptr addr, unsigned long long flags) {
+  FAKE_ENTER(cuMemAddressReserve);
+  (void)alignment;
+  (void)addr;
+  if (ptr == nullptr || size == 0 || flags != 0) {
+    FAKE_RETURN(cuMemAddressReserve, CUDA_ERROR_INVALID_VALUE);
+  }
+  void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) FAKE_RETURN(cuMemAddressReserve, CUDA_ERROR_OUT_OF_MEMORY);
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  m.reservations[reinterpret_cast<uint64_t>(p)] = size;
+  *ptr = reinterpret_cast<CUdeviceptr>(p);
+  FAKE_RETURN(cuMemAddressReserve, CUDA_SUCCESS);
+}
+
+namespace {
+bool insideReservation(Memory& m, CUdeviceptr ptr, size_t size) {
+  auto it = m.reservations.upper_bound(ptr);
+  if (it == m.reservations.begin()) return false;
+  --it;
+  return ptr + size <= it->first + it->second;
+}
+}  // namespace
+
+FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                              CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  FAKE_ENTER(cuMemMap);
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  auto h = m.handles.find(handle);
+  if (flags != 0 || size == 0 || h == m.handles.end() || offset + size > h->second ||
+      !insideReservation(m, ptr, size)) {
+    FAKE_RETURN(cuMemMap, CUDA_ERROR_INVALID_VALUE);
+  }
+  void* p = mmap(reinterpret_cast<void*>(ptr), size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  FAKE_RETURN(cuMemMap, p == MAP_FAILED ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  FAKE_ENTER(cuMemUnmap);
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  if (size == 0 || !insideReservation(m, ptr, size)) FAKE_RETURN(cuMemUnmap, CUDA_ERROR_INVALID_VALUE);
+  void* p = mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  FAKE_RETURN(cuMemUnmap, p == MAP_FAILED ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  FAKE_ENTER(cuMemAddressFree);
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  auto it = m.reservations.find(ptr);
+  if (it == m.reservations.end() || it->second != size) {
+    FAKE_RETURN(cuMemAddressFree, CUDA_ERROR_INVALID_VALUE);
+  }
+  munmap(reinterpret_cast<void*>(ptr), size);
+  m.reservations.erase(it);
+  FAKE_RETURN(cuMemAddressFree, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT uint64_t fake_cuda_live_device_bytes(void) {
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  return m.live_device_bytes;
+}

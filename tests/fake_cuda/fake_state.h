@@ -1,0 +1,73 @@
+// Internal to the fake driver: the entry-point ids, per-entry counters and
+// injected errors, and the objects behind handles.
+#pragma once
+
+#ifndef __CUDA_API_VERSION_INTERNAL
+#define __CUDA_API_VERSION_INTERNAL 1  // declare every ELF variant by its name
+#endif
+#include <cuda.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace fake {
+
+enum class Id : size_t {
+#define FAKE_ENTRY(elf, base, version, per_thread) elf,
+#include "fake_entries.def"
+#undef FAKE_ENTRY
+  kCount
+};
+inline constexpr size_t kEntryCount = static_cast<size_t>(Id::kCount);
+
+struct Entry {
+  const char* elf;
+  const char* base;
+  int version;
+  bool per_thread;
+};
+extern const Entry kEntries[kEntryCount];
+// The fake's own address of each entry (resolved inside the library: it is
+// linked -Bsymbolic, so these never point at an interposer).
+extern void* const kAddresses[kEntryCount];
+
+int findEntry(const char* elf);
+
+// Counts the call; returns an injected error for it, or CUDA_SUCCESS.
+CUresult enter(Id id);
+// Records `result` as the entry's last result and returns it.
+CUresult finish(Id id, CUresult result);
+
+bool initialized();
+int driverVersion();
+
+// Objects behind handles carry a magic word so the fake can reject foreign
+// handles (tests pass only null or readable pointers).
+enum class Magic : uint32_t {
+  kKernel = 0x4b45524e,
+  kStream = 0x5354524d,
+  kGraph = 0x47524150,
+  kExec = 0x45584543,
+};
+
+struct Kernel {
+  Magic magic = Magic::kKernel;
+  int family = 1;  // 1 CUkernel, 2 CUfunction
+  char name[128] = {};
+};
+
+bool isKernel(const void* handle);
+
+}  // namespace fake
+
+// Entry-point prologue/epilogue: count, honour an injected error, remember
+// the result.
+#define FAKE_ENTER(elf)                                                   \
+  do {                                                                    \
+    const CUresult fake_injected_ = ::fake::enter(::fake::Id::elf);       \
+    if (fake_injected_ != CUDA_SUCCESS) return ::fake::finish(::fake::Id::elf, fake_injected_); \
+  } while (0)
+#define FAKE_RETURN(elf, result) return ::fake::finish(::fake::Id::elf, (result))
