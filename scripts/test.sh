@@ -16,6 +16,10 @@ sanitize="${TCGD_SANITIZE:-}"
 build="${TCGD_BUILD_DIR:-build${sanitize:+-${sanitize//,/-}}}"
 jobs="${TCGD_JOBS:-$(nproc)}"
 
+# Headers of the torch version the GPU machine runs, so the torch bridge is
+# compiled here too and a break shows before the GPU (cached after the first run).
+scripts/fetch-torch-headers.sh 2.11.0 || echo "torch headers unavailable: the torch bridge is not built"
+
 cmake -S . -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTCGD_WERROR=ON \

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>  // std::size
 #include <type_traits>
 
 namespace tcgd::channel {
