@@ -18,6 +18,7 @@
 #include "interpose/cuda_api.h"
 #include "interpose/guard.h"
 #include "interpose/hook_table.h"
+#include "interpose/caller.h"
 #include "interpose/real_functions.h"
 #include "interpose/substitution.h"
 #include "interpose/words.h"
@@ -53,6 +54,18 @@ Result missingReal(HookId id) {
 
 inline bool recording() { return agent::activeChannel() != nullptr || startRecording(); }
 
+// Memory hooks name the library that allocated (interpose/caller.h); the
+// others keep the plain return address, which costs nothing.
+template <channel::RecordClass kClass>
+inline uint64_t callerOf(void* return_address) {
+  if constexpr (kClass == channel::RecordClass::kDriverMemory ||
+                kClass == channel::RecordClass::kHostMemory) {
+    return attributeCaller(return_address);
+  } else {
+    return reinterpret_cast<uintptr_t>(return_address);
+  }
+}
+
 inline void emitWords(uint16_t type, channel::RecordClass cls, uint8_t flags, uint64_t a0,
                       uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) {
   // A full ring is counted as a drop inside emit(); nothing else to do here.
@@ -73,9 +86,8 @@ using namespace tcgd::interpose;
     if (HookGuard::active()) return real args;                                                  \
     HookGuard guard;                                                                            \
     if (!recording()) return real args;                                                         \
-    [[maybe_unused]] const uint64_t caller =                                                    \
-        reinterpret_cast<uintptr_t>(__builtin_return_address(0));                               \
     constexpr channel::RecordClass kClass = channel::RecordClass::cls;                          \
+    [[maybe_unused]] const uint64_t caller = callerOf<kClass>(__builtin_return_address(0));     \
     if constexpr (HookKind::k##kind == HookKind::kRelease) {                                    \
       {                                                                                         \
         [[maybe_unused]] const ret result{};                                                    \

@@ -86,14 +86,28 @@ Fn get(Slot slot) {
   return reinterpret_cast<Fn>(driver().fn[slot]);
 }
 
+// Like the real runtime, every call keeps the thread's last error after the
+// driver returns, so the driver call is never a tail call and the runtime
+// stays on the stack (the caller attribution tests depend on it).
+thread_local int t_last_error = 0;
+
 #define FAKE_RT_CALL(slot, Fn, ...)                                           \
   do {                                                                        \
     if (driver().init_result != 0) return driver().init_result;               \
     const auto fn = get<Fn>(slot);                                            \
-    return fn != nullptr ? static_cast<int>(fn(__VA_ARGS__)) : kErrorInitialization; \
+    const int rc = fn != nullptr ? static_cast<int>(fn(__VA_ARGS__)) : kErrorInitialization; \
+    if (rc != 0) t_last_error = rc;                                           \
+    return rc;                                                                \
   } while (0)
 
 }  // namespace
+
+// As the real runtime: returns the thread's last error and resets it.
+FAKE_RT_EXPORT int cudaGetLastError() {
+  const int rc = t_last_error;
+  t_last_error = 0;
+  return rc;
+}
 
 FAKE_RT_EXPORT int cudaMalloc(void** ptr, size_t size) {
   FAKE_RT_CALL(kMemAlloc, CUresult (*)(CUdeviceptr*, size_t), reinterpret_cast<CUdeviceptr*>(ptr),

@@ -21,6 +21,7 @@ typedef struct FakeDim3 {
   unsigned x, y, z;
 } FakeDim3;
 
+int cudaGetLastError();
 int cudaMalloc(void** ptr, size_t size);
 int cudaFree(void* ptr);
 int cudaMallocAsync(void** ptr, size_t size, CUstream stream);

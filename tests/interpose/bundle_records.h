@@ -35,6 +35,11 @@ struct BundleRecords {
   std::map<uint32_t, RecordType> types;
   std::vector<proto::DecodedRecord> records;
   std::map<uint64_t, std::string> strings;  // interned blobs by id
+  struct Module {
+    uint64_t start, end;
+    std::string path;
+  };
+  std::vector<Module> modules;  // from ModuleMap frames
   bool complete = false;
   std::string end_reason;
   uint64_t dropped = 0;
@@ -58,6 +63,13 @@ struct BundleRecords {
   std::string typeName(const proto::DecodedRecord& record) const {
     auto type = types.find(record.type);
     return type == types.end() ? std::string() : type->second.name;
+  }
+
+  // The file of the module holding `address`, or "" when none does.
+  std::string modulePath(uint64_t address) const {
+    for (const auto& m : modules)
+      if (address >= m.start && address < m.end) return m.path;
+    return std::string();
   }
 };
 
@@ -112,6 +124,9 @@ inline BundleRecords readBundleRecords(const std::string& path,
           out.records.insert(out.records.end(), batch.begin(), batch.end());
         } else if (frame.has_interned()) {
           for (const auto& blob : frame.interned().blobs()) out.strings[blob.id()] = blob.data();
+        } else if (frame.has_modules()) {
+          for (const auto& m : frame.modules().modules())
+            out.modules.push_back({m.start(), m.end(), m.path()});
         } else if (frame.has_trailer()) {
           trailer = true;
           out.complete = frame.trailer().complete();

@@ -194,6 +194,24 @@ TEST(RuntimePath, TheRuntimesDriverPointersAreOurWrappers) {
   EXPECT_EQ(run.manifest.values.at("where.runtime_cuMemAlloc"), "libtcgd");
 }
 
+// cudaMalloc -> runtime -> cuMemAlloc_v2: the caller is the program that
+// called the runtime, not the runtime (interpose/caller.h).
+TEST(RuntimePath, AllocationsThroughTheRuntimeNameTheProgramAsCaller) {
+  TempDir dir;
+  const PathRun run = runPath("path_runtime", true, {}, dir);
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  const BundleRecords bundle = readBundleRecords(run.bundles.at(0));
+  int checked = 0;
+  for (const auto& record : bundle.records) {
+    const std::string type = bundle.typeName(record);
+    if (type != "cuMemAlloc_v2" && type != "cuMemAllocHost_v2") continue;
+    const std::string path = bundle.modulePath(bundle.part(record, "caller").value_or(0));
+    EXPECT_TRUE(path.ends_with("/path_runtime")) << type << " caller " << path;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
 TEST(FailOpen, ANewerDriverPassesThroughAndSaysSoOnce) {
   TempDir dir;
   const PathRun run = runPath("path_proc_address", true, {"FAKE_CUDA_DRIVER_VERSION=13020"}, dir);

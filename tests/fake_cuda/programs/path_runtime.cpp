@@ -43,6 +43,8 @@ int main() {
                   manifest::libraryOf(fake_cudart_driver_pointer("cuMemAlloc")));
   void* none = nullptr;
   CHECK_EQ(cudaMalloc(&none, 0), lastResult("cuMemAlloc_v2"));
+  CHECK_EQ(cudaGetLastError(), lastResult("cuMemAlloc_v2"));  // the runtime kept it
+  CHECK_EQ(cudaGetLastError(), 0);
   expect("cuMemAlloc_v2", {{"ptr", 0}, {"size", 0}, {"result", 1}});
   CHECK_EQ(cudaFree(p), 0);
   expect("cuMemFree_v2", {{"ptr", u(p)}, {"@flags", 1}});
