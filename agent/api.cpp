@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "emit.h"
+#include "torch_loader.h"
 
 #define TCGD_API extern "C" __attribute__((visibility("default")))
 
@@ -27,16 +28,21 @@ int point(const char* name, const char* suffix, PointOrigin origin) {
   const size_t length = boundedLength(name, kMaxPointName);
   if (length == 0 || length > kMaxPointName) return TCGD_INVALID;
   if (!tcgd::agent::start()) return TCGD_DISABLED;
-  if (suffix == nullptr)
-    return tcgd::agent::emitPoint(name, static_cast<uint32_t>(length), origin) ? TCGD_OK
-                                                                               : TCGD_DROPPED;
   char full[kMaxPointName + 16];
-  const size_t suffix_length = std::strlen(suffix);
+  size_t full_length = length;
   std::memcpy(full, name, length);
-  std::memcpy(full + length, suffix, suffix_length);
-  return tcgd::agent::emitPoint(full, static_cast<uint32_t>(length + suffix_length), origin)
-             ? TCGD_OK
-             : TCGD_DROPPED;
+  if (suffix != nullptr) {
+    const size_t suffix_length = std::strlen(suffix);
+    std::memcpy(full + length, suffix, suffix_length);
+    full_length += suffix_length;
+  }
+  uint64_t ordinal = 0;
+  if (!tcgd::agent::emitPoint(full, static_cast<uint32_t>(full_length), origin, &ordinal))
+    return TCGD_DROPPED;
+  // The state at the point: PyTorch's allocator, when the torch bridge is
+  // loaded (nothing otherwise). On this thread, outside any allocator lock.
+  tcgd::agent::torchSnapshotAtPoint(ordinal);
+  return TCGD_OK;
 }
 
 }  // namespace

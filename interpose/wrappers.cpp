@@ -23,6 +23,7 @@
 #include "interpose/substitution.h"
 #include "interpose/words.h"
 #include "log.h"
+#include "torch_loader.h"
 
 #define TCGD_WORD_EXPR_(descriptor, expression) expression
 #define TCGD_WORD_EXPR(word) TCGD_WORD_EXPR_ word
@@ -105,6 +106,7 @@ using namespace tcgd::interpose;
       (void)(post);                                                                             \
       emitWords(type, kClass, 0, TCGD_WORD_EXPR(w0), TCGD_WORD_EXPR(w1), TCGD_WORD_EXPR(w2),    \
                 TCGD_WORD_EXPR(w3), TCGD_WORD_EXPR(w4));                                        \
+      if constexpr (kClass == channel::RecordClass::kDriverMemory) agent::torchMaybeAttach();   \
       errno = saved_errno;                                                                      \
       return result;                                                                            \
     }                                                                                           \
