@@ -28,11 +28,15 @@ done
 scripts/setup-deps.sh --check || exit 1
 echo "== build"
 t0=$(date +%s)
-if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTCGD_WERROR=ON &&
+# Warnings do not stop the gate (the CPU suite builds with -Werror); they are
+# counted and reported, since the GPU machine's compiler may differ.
+if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTCGD_WERROR=OFF &&
        cmake --build "$build" -j "$(nproc)"; } >"$out/build.log" 2>&1; then
   tail -50 "$out/build.log"; echo "GATE: build failed"; exit 1
 fi
-echo "built in $(( $(date +%s) - t0 ))s"
+warnings=$(grep -c "warning:" "$out/build.log")
+echo "built in $(( $(date +%s) - t0 ))s, $warnings compiler warnings"
+grep "warning:" "$out/build.log" | sort | uniq -c | sort -rn | head -5
 
 ctest_status="skipped"
 if (( ! skip_ctest )); then
@@ -50,5 +54,5 @@ echo "== GPU programs"
 gate_status=${PIPESTATUS[0]}
 cp "$out/cases/summary.json" "$out/" 2>/dev/null
 tar -C "$out" -czf "$out/cases.tar.gz" cases 2>/dev/null && rm -rf "$out/cases"
-echo "CPU suite on this machine: $ctest_status"
+echo "CPU suite on this machine: $ctest_status; compiler warnings: $warnings"
 exit "$gate_status"
