@@ -19,6 +19,7 @@
 #include <iterator>
 #include <map>
 #include <sstream>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,10 +61,11 @@ class TempDir {
   }
   ~TempDir() {
     if (!path_.empty() && std::getenv("TCGD_TEST_KEEP") == nullptr)
-      std::system(("rm -rf '" + path_ + "'").c_str());
+      std::filesystem::remove_all(path_, ignored_);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
+  std::error_code ignored_;
   const std::string& path() const { return path_; }
 
   // Names of the files in the directory, sorted.

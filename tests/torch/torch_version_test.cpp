@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -20,12 +21,15 @@ class TempDir {
     char pattern[] = "/tmp/tcgd-torch-version-XXXXXX";
     path_ = mkdtemp(pattern);
   }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
   const std::string& path() const { return path_; }
   void write(const std::string& name, const std::string& text) const {
     const std::string full = path_ + "/" + name;
     const size_t slash = full.rfind('/');
-    std::system(("mkdir -p '" + full.substr(0, slash) + "'").c_str());
+    std::filesystem::create_directories(full.substr(0, slash));
     std::ofstream(full, std::ios::binary) << text;
   }
 
