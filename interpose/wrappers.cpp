@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "collectors/driver_info.h"
 #include "collectors/memory/driver_memory.h"
 #include "emit.h"
 #include "interpose/cuda_api.h"

@@ -1,5 +1,6 @@
 // The fake driver's core: entry table, counters, initialization and
 // cuGetProcAddress with the real driver's variant rules.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -143,6 +144,51 @@ FAKE_EXPORT CUresult cuDeviceGetCount(int* count) {
   if (count == nullptr) FAKE_RETURN(cuDeviceGetCount, CUDA_ERROR_INVALID_VALUE);
   *count = 1;
   FAKE_RETURN(cuDeviceGetCount, CUDA_SUCCESS);
+}
+
+// One fake device, described like an H200 so provenance has something to say.
+FAKE_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
+  FAKE_ENTER(cuDeviceGetName);
+  if (!fake::initialized()) FAKE_RETURN(cuDeviceGetName, CUDA_ERROR_NOT_INITIALIZED);
+  if (name == nullptr || len <= 0 || dev != 0) FAKE_RETURN(cuDeviceGetName, CUDA_ERROR_INVALID_VALUE);
+  std::snprintf(name, static_cast<size_t>(len), "%s", "Fake CUDA Device");
+  FAKE_RETURN(cuDeviceGetName, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice dev) {
+  FAKE_ENTER(cuDeviceGetAttribute);
+  if (!fake::initialized()) FAKE_RETURN(cuDeviceGetAttribute, CUDA_ERROR_NOT_INITIALIZED);
+  if (value == nullptr || dev != 0) FAKE_RETURN(cuDeviceGetAttribute, CUDA_ERROR_INVALID_VALUE);
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    default: FAKE_RETURN(cuDeviceGetAttribute, CUDA_ERROR_INVALID_VALUE);
+  }
+  FAKE_RETURN(cuDeviceGetAttribute, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  FAKE_ENTER(cuDeviceTotalMem_v2);
+  if (!fake::initialized()) FAKE_RETURN(cuDeviceTotalMem_v2, CUDA_ERROR_NOT_INITIALIZED);
+  if (bytes == nullptr || dev != 0) FAKE_RETURN(cuDeviceTotalMem_v2, CUDA_ERROR_INVALID_VALUE);
+  *bytes = size_t{80} << 30;
+  FAKE_RETURN(cuDeviceTotalMem_v2, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuDeviceGetPCIBusId(char* id, int len, CUdevice dev) {
+  FAKE_ENTER(cuDeviceGetPCIBusId);
+  if (!fake::initialized()) FAKE_RETURN(cuDeviceGetPCIBusId, CUDA_ERROR_NOT_INITIALIZED);
+  if (id == nullptr || len <= 0 || dev != 0) FAKE_RETURN(cuDeviceGetPCIBusId, CUDA_ERROR_INVALID_VALUE);
+  std::snprintf(id, static_cast<size_t>(len), "%s", "00000000:1B:00.0");
+  FAKE_RETURN(cuDeviceGetPCIBusId, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
+  FAKE_ENTER(cuDeviceGetUuid_v2);
+  if (!fake::initialized()) FAKE_RETURN(cuDeviceGetUuid_v2, CUDA_ERROR_NOT_INITIALIZED);
+  if (uuid == nullptr || dev != 0) FAKE_RETURN(cuDeviceGetUuid_v2, CUDA_ERROR_INVALID_VALUE);
+  for (int i = 0; i < 16; ++i) uuid->bytes[i] = static_cast<char>(0x10 + i);
+  FAKE_RETURN(cuDeviceGetUuid_v2, CUDA_SUCCESS);
 }
 
 FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {

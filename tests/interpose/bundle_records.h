@@ -40,6 +40,7 @@ struct BundleRecords {
     std::string path;
   };
   std::vector<Module> modules;  // from ModuleMap frames
+  bundle::Provenance provenance;  // header's, merged with later frames (later wins)
   bool complete = false;
   std::string end_reason;
   uint64_t dropped = 0;
@@ -109,6 +110,11 @@ inline BundleRecords readBundleRecords(const std::string& path,
       bundle::Frame frame;
       std::vector<proto::DecodedRecord> batch;
       while (reader.next(&frame) == proto::BundleReader::Next::kFrame) {
+        if (frame.has_provenance() || frame.has_header()) {
+          // Later non-empty values win: enough for the tests' purposes.
+          out.provenance.MergeFrom(frame.has_header() ? frame.header().provenance()
+                                                      : frame.provenance());
+        }
         if (frame.has_header()) {
           for (const auto& t : frame.header().record_types()) {
             RecordType& type = out.types[t.id()];

@@ -212,6 +212,22 @@ TEST(RuntimePath, AllocationsThroughTheRuntimeNameTheProgramAsCaller) {
   EXPECT_GT(checked, 0);
 }
 
+// The first successful cuInit sends the driver's version and the devices.
+TEST(DirectPath, TheBundleKnowsTheDriverAndTheDevices) {
+  TempDir dir;
+  const PathRun run = runPath("path_direct", true, {}, dir);
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  const BundleRecords bundle = readBundleRecords(run.bundles.at(0));
+  EXPECT_FALSE(bundle.provenance.driver_version().empty());
+  ASSERT_EQ(bundle.provenance.devices_size(), 1);
+  const auto& device = bundle.provenance.devices(0);
+  EXPECT_EQ(device.name(), "Fake CUDA Device");
+  EXPECT_EQ(device.capability_major(), 9);
+  EXPECT_EQ(device.total_memory(), uint64_t{80} << 30);
+  EXPECT_EQ(device.pci_bus_id(), "00000000:1B:00.0");
+  EXPECT_EQ(device.uuid(), "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f");
+}
+
 TEST(FailOpen, ANewerDriverPassesThroughAndSaysSoOnce) {
   TempDir dir;
   const PathRun run = runPath("path_proc_address", true, {"FAKE_CUDA_DRIVER_VERSION=13020"}, dir);
