@@ -6,9 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup-deps.sh
-build="${TCGD_BUILD_DIR:-build}"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j "$(nproc)" --target tcgd tcgd-recorder tcgd-analyze tcgd-launcher
+# The programs only (no tests): the agent, recorder, analyzer, launcher, the
+# Python helper and, where torch is installed, the torch bridge.
+build="${TCGD_BUILD_DIR:-build-demo}"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTCGD_BUILD_TESTS=OFF -DTCGD_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)"
 
 python=${PYTHON:-python3}
 if "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
