@@ -36,16 +36,27 @@ int point(const char* name, const char* suffix, PointOrigin origin) {
     std::memcpy(full + length, suffix, suffix_length);
     full_length += suffix_length;
   }
-  uint64_t ordinal = 0;
-  if (!tcgd::agent::emitPoint(full, static_cast<uint32_t>(full_length), origin, &ordinal))
-    return TCGD_DROPPED;
-  // The state at the point: PyTorch's allocator, when the torch bridge is
-  // loaded (nothing otherwise). On this thread, outside any allocator lock.
-  tcgd::agent::torchSnapshotAtPoint(ordinal);
-  return TCGD_OK;
+  // On this thread, outside any allocator lock: the snapshot is taken here.
+  return tcgd::agent::recordPoint(full, static_cast<uint32_t>(full_length), origin)
+             ? TCGD_OK
+             : TCGD_DROPPED;
 }
 
 }  // namespace
+
+namespace tcgd::agent {
+
+// Shared by the C API and the automatic points (collectors/points).
+bool recordPoint(const char* name, uint32_t length, PointOrigin origin, uint32_t snapshot_flags) {
+  uint64_t ordinal = 0;
+  if (!emitPoint(name, length, origin, &ordinal)) return false;
+  // The state at the point: PyTorch's allocator, when the torch bridge is
+  // loaded (nothing otherwise).
+  torchSnapshotAtPoint(ordinal, snapshot_flags);
+  return true;
+}
+
+}  // namespace tcgd::agent
 
 TCGD_API int tcgd_point(const char* name) { return point(name, nullptr, PointOrigin::kExplicit); }
 

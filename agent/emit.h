@@ -46,4 +46,14 @@ uint32_t currentTid();
 [[nodiscard]] bool emitPoint(const char* name, uint32_t length, channel::PointOrigin origin,
                              uint64_t* ordinal = nullptr);
 
+// A point with the state at it: emitPoint(), then the torch bridge's
+// allocator snapshot tagged with the point's ordinal (nothing when the
+// bridge is not loaded). Not for hooks: the snapshot may take PyTorch's
+// allocator locks (hooks use emitPoint and defer the snapshot, see
+// collectors/points). `snapshot_flags`: TCGD_SNAPSHOT_* of
+// collectors/torch/bridge_api.h. Used by the C API and the automatic points,
+// so both record the same state. False when the point was not pushed.
+bool recordPoint(const char* name, uint32_t length, channel::PointOrigin origin,
+                 uint32_t snapshot_flags = 0);
+
 }  // namespace tcgd::agent

@@ -15,6 +15,7 @@
 
 #include "collectors/driver_info.h"
 #include "collectors/memory/driver_memory.h"
+#include "collectors/points/points.h"  // automatic points in hooks.def's post actions
 #include "emit.h"
 #include "interpose/cuda_api.h"
 #include "interpose/guard.h"

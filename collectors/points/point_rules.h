@@ -1,0 +1,104 @@
+// TCGD_POINTS: which automatic points the agent makes (docs/points.md).
+//
+// Header-only and dependency-free on purpose: agent/config.cpp validates the
+// value at start with the same parser that collectors/points/points.cpp uses
+// to apply it, and the config library is built without the collectors.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <string_view>
+
+namespace tcgd::collectors::points {
+
+struct PointRules {
+  bool capture = false;        // capture-begin/N and capture-end/N
+  bool instantiate = false;    // instantiate/N
+  bool exit = false;           // exit
+  bool signal = false;         // SIGUSR2 -> signal/N
+  bool oom = false;            // oom, polled from the torch bridge
+  uint64_t launch_at = 0;      // launch=N: the Nth graph launch (1-based); 0: off
+  uint64_t launch_every = 0;   // launch-every=N: every Nth graph launch; 0: off
+  uint64_t interval_s = 0;     // interval=SECONDS; 0: off
+
+  // True when some rule needs the watcher thread (signal, OOM, interval, or
+  // the deferred snapshots of points made inside driver hooks).
+  bool needsWatcher() const {
+    return capture || instantiate || signal || oom || launch_at != 0 || launch_every != 0 ||
+           interval_s != 0;
+  }
+};
+
+// "none" until the automatic points have run on a GPU with the torch bridge
+// (snapshots from the watcher thread, the exit snapshot after Python's
+// finalization): recommended once validated, "capture,instantiate,exit,oom".
+inline constexpr std::string_view kDefaultPointRules = "none";
+inline constexpr std::string_view kRecommendedPointRules = "capture,instantiate,exit,oom";
+inline constexpr const char* kPointRulesAccepted =
+    "a comma-separated list of capture, instantiate, launch=N, launch-every=N, exit, "
+    "interval=SECONDS, signal, oom (N and SECONDS from 1 to 1000000000), or none alone";
+inline constexpr uint64_t kMaxRuleNumber = 1000000000;
+
+namespace detail {
+
+inline std::string_view trimRule(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+inline bool ruleNumber(std::string_view text, uint64_t* out) {
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v == 0 ||
+      v > kMaxRuleNumber)
+    return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace detail
+
+// Parses `text` into *out (which may be null: validation only). Returns
+// false, leaving *out untouched, when any item is not one of the accepted
+// rules; an empty value and "none" next to other rules are refused too, so
+// a typo never silently turns every point off.
+inline bool parsePointRules(std::string_view text, PointRules* out) {
+  PointRules rules;
+  bool any = false;
+  bool none = false;
+  while (true) {
+    const size_t comma = text.find(',');
+    const std::string_view item = detail::trimRule(text.substr(0, comma));
+    if (item == "none") {
+      none = true;
+    } else if (item == "capture") {
+      rules.capture = true;
+    } else if (item == "instantiate") {
+      rules.instantiate = true;
+    } else if (item == "exit") {
+      rules.exit = true;
+    } else if (item == "signal") {
+      rules.signal = true;
+    } else if (item == "oom") {
+      rules.oom = true;
+    } else if (item.starts_with("launch=")) {
+      if (!detail::ruleNumber(item.substr(7), &rules.launch_at)) return false;
+    } else if (item.starts_with("launch-every=")) {
+      if (!detail::ruleNumber(item.substr(13), &rules.launch_every)) return false;
+    } else if (item.starts_with("interval=")) {
+      if (!detail::ruleNumber(item.substr(9), &rules.interval_s)) return false;
+    } else {
+      return false;  // unknown, or an empty item
+    }
+    any = true;
+    if (comma == std::string_view::npos) break;
+    text = text.substr(comma + 1);
+  }
+  if (none && (rules.needsWatcher() || rules.exit)) return false;
+  if (!any) return false;
+  if (out != nullptr) *out = rules;
+  return true;
+}
+
+}  // namespace tcgd::collectors::points

@@ -1,0 +1,96 @@
+// TCGD_POINTS parsing (collectors/points/point_rules.h) and its place in the
+// agent's configuration.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "collectors/points/point_rules.h"
+#include "config.h"
+
+namespace tcgd::collectors::points {
+namespace {
+
+PointRules parsed(std::string_view text) {
+  PointRules rules;
+  EXPECT_TRUE(parsePointRules(text, &rules)) << text;
+  return rules;
+}
+
+TEST(PointRules, DefaultIsNoneUntilValidatedOnAGpu) {
+  const PointRules none = parsed(kDefaultPointRules);
+  EXPECT_FALSE(none.capture || none.instantiate || none.exit || none.oom || none.signal);
+}
+
+TEST(PointRules, RecommendedIsCaptureInstantiateExitOom) {
+  const PointRules r = parsed(kRecommendedPointRules);
+  EXPECT_TRUE(r.capture);
+  EXPECT_TRUE(r.instantiate);
+  EXPECT_TRUE(r.exit);
+  EXPECT_TRUE(r.oom);
+  EXPECT_FALSE(r.signal);
+  EXPECT_EQ(r.launch_at, 0u);
+  EXPECT_EQ(r.launch_every, 0u);
+  EXPECT_EQ(r.interval_s, 0u);
+}
+
+TEST(PointRules, EveryRule) {
+  const PointRules r =
+      parsed("capture, instantiate,launch=7,launch-every=100,exit,interval=30,signal,oom");
+  EXPECT_TRUE(r.capture && r.instantiate && r.exit && r.signal && r.oom);
+  EXPECT_EQ(r.launch_at, 7u);
+  EXPECT_EQ(r.launch_every, 100u);
+  EXPECT_EQ(r.interval_s, 30u);
+  EXPECT_TRUE(r.needsWatcher());
+}
+
+TEST(PointRules, NoneTurnsEverythingOff) {
+  const PointRules r = parsed("none");
+  EXPECT_FALSE(r.capture || r.instantiate || r.exit || r.signal || r.oom);
+  EXPECT_FALSE(r.needsWatcher());
+  EXPECT_FALSE(parsed("exit").needsWatcher());
+}
+
+TEST(PointRules, InvalidValuesAreRefusedAndLeaveTheOutputAlone) {
+  for (std::string_view bad :
+       {"", ",", "capture,", "captures", "launch", "launch=", "launch=0", "launch=-1", "launch=x",
+        "launch-every=0", "interval=0", "interval=1.5", "interval=1000000001", "none,exit",
+        "capture,none", "CAPTURE", "exit;oom"}) {
+    PointRules r;
+    r.signal = true;
+    EXPECT_FALSE(parsePointRules(bad, &r)) << '"' << bad << '"';
+    EXPECT_TRUE(r.signal) << bad;
+    EXPECT_FALSE(parsePointRules(bad, nullptr)) << bad;
+  }
+}
+
+TEST(PointRules, ConfigValidatesTcgdPoints) {
+  using agent::Config;
+  using agent::Environment;
+  std::vector<std::string> warnings;
+  Config c;
+  Environment env;
+  env.vars = {{"TCGD_POINTS", "launch-every=0"}};
+  const Status bad = agent::loadConfig(env, "prog", &c, &warnings);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.message().rfind("TCGD_POINTS=launch-every=0: expected a comma-separated list", 0),
+            0u)
+      << bad.message();
+
+  env.vars = {{"TCGD_POINTS", "signal,launch=3"}};
+  ASSERT_TRUE(agent::loadConfig(env, "prog", &c, &warnings));
+  bool found = false;
+  for (const auto& [k, v] : c.in_force)
+    if (k == "TCGD_POINTS") found = (v == "signal,launch=3");
+  EXPECT_TRUE(found);
+
+  env.vars = {};
+  ASSERT_TRUE(agent::loadConfig(env, "prog", &c, &warnings));
+  found = false;
+  for (const auto& [k, v] : c.in_force)
+    if (k == "TCGD_POINTS") found = (v == kDefaultPointRules);
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace tcgd::collectors::points
