@@ -22,6 +22,9 @@ if "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else
     echo
     echo "== tcgd-analyze info $bundle"
     "$build/bin/tcgd-analyze" info "$bundle"
+    echo
+    echo "== tcgd-analyze memory summary $bundle"
+    "$build/bin/tcgd-analyze" memory summary "$bundle"
   done
 else
   echo "== no GPU or no CUDA-enabled torch here: showing the analyzer on example bundles"
@@ -30,5 +33,8 @@ else
     echo
     echo "== tcgd-analyze info $bundle"
     "$build/bin/tcgd-analyze" info "$bundle"
+    echo
+    echo "== tcgd-analyze memory summary $bundle"
+    "$build/bin/tcgd-analyze" memory summary "$bundle"
   done
 fi

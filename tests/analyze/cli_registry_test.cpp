@@ -11,15 +11,16 @@
 namespace tcgd::analyze {
 namespace {
 
-// A registry with the built-in commands plus a verb group the way later
-// issues add "memory ...", to show the table grows without changes to it.
+// A registry with the built-in commands (the real "memory" group among them)
+// plus a test verb group ("sample") added the way later issues add theirs, to
+// show the table grows without changes to it.
 class RegistryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     registerBuiltinCommands(registry_);
-    registry_.addGroup({"memory"}, "Memory analyses", "What memory went where.");
+    registry_.addGroup({"sample"}, "Sample analyses", "A test group.");
     registry_.add(CommandSpec{
-        .path = {"memory", "summary"},
+        .path = {"sample", "summary"},
         .summary = "Summarize memory",
         .description = "A test command.",
         .arguments = {{"BUNDLE", "a bundle"}},
@@ -50,12 +51,12 @@ class RegistryTest : public ::testing::Test {
 };
 
 TEST_F(RegistryTest, RunsANestedCommandWithItsOptions) {
-  EXPECT_EQ(dispatch({"memory", "summary", "--top", "5", "b.tcgd-memory", "--csv"}), 42);
+  EXPECT_EQ(dispatch({"sample", "summary", "--top", "5", "b.tcgd-memory", "--csv"}), 42);
   ASSERT_EQ(seen_.positionals().size(), 1u);
   EXPECT_EQ(seen_.positional(0), "b.tcgd-memory");
   EXPECT_EQ(seen_.value("--top"), "5");
   EXPECT_TRUE(seen_.flag("--csv"));
-  EXPECT_EQ(dispatch({"memory", "summary", "--top=7", "--", "--odd-name"}), 42);
+  EXPECT_EQ(dispatch({"sample", "summary", "--top=7", "--", "--odd-name"}), 42);
   EXPECT_EQ(seen_.value("--top"), "7");
   EXPECT_EQ(seen_.positional(0), "--odd-name");
   EXPECT_FALSE(seen_.flag("--csv"));
@@ -64,14 +65,14 @@ TEST_F(RegistryTest, RunsANestedCommandWithItsOptions) {
 TEST_F(RegistryTest, PrintsHelpAtEveryLevel) {
   EXPECT_EQ(dispatch({"--help"}), kExitOk);
   EXPECT_NE(printed().find("Usage: tcgd-analyze <command>"), std::string::npos);
-  for (const char* command : {"info", "validate", "dump", "memory"}) {
+  for (const char* command : {"info", "validate", "dump", "memory", "sample"}) {
     EXPECT_NE(printed().find(std::string("\n  ") + command + " "), std::string::npos) << command;
   }
-  EXPECT_EQ(dispatch({"memory", "-h"}), kExitOk);
-  EXPECT_NE(printed().find("Usage: tcgd-analyze memory <command>"), std::string::npos);
+  EXPECT_EQ(dispatch({"sample", "-h"}), kExitOk);
+  EXPECT_NE(printed().find("Usage: tcgd-analyze sample <command>"), std::string::npos);
   EXPECT_NE(printed().find("summary"), std::string::npos);
-  EXPECT_EQ(dispatch({"memory", "summary", "--top", "3", "--help"}), kExitOk);
-  EXPECT_NE(printed().find("Usage: tcgd-analyze memory summary BUNDLE [options]"), std::string::npos);
+  EXPECT_EQ(dispatch({"sample", "summary", "--top", "3", "--help"}), kExitOk);
+  EXPECT_NE(printed().find("Usage: tcgd-analyze sample summary BUNDLE [options]"), std::string::npos);
   EXPECT_NE(printed().find("--top N"), std::string::npos);
   EXPECT_EQ(dispatch({"dump", "--help"}), kExitOk);
   EXPECT_NE(printed().find("--frames"), std::string::npos);
@@ -89,16 +90,16 @@ TEST_F(RegistryTest, RefusesBadUsageNamingTheRightHelp) {
   EXPECT_EQ(helpFor({}), "tcgd-analyze --help | missing command");
   EXPECT_EQ(helpFor({"bogus"}), "tcgd-analyze --help | unknown command 'bogus'");
   EXPECT_EQ(helpFor({"--bogus"}), "tcgd-analyze --help | unknown option '--bogus'");
-  EXPECT_EQ(helpFor({"memory"}), "tcgd-analyze memory --help | missing subcommand of 'memory'");
-  EXPECT_EQ(helpFor({"memory", "nope"}),
-            "tcgd-analyze memory --help | unknown subcommand 'nope' of 'memory'");
-  EXPECT_EQ(helpFor({"memory", "summary"}), "tcgd-analyze memory summary --help | missing BUNDLE");
-  EXPECT_EQ(helpFor({"memory", "summary", "a", "b"}),
-            "tcgd-analyze memory summary --help | unexpected argument 'b'");
-  EXPECT_EQ(helpFor({"memory", "summary", "a", "--top"}),
-            "tcgd-analyze memory summary --help | option '--top' needs a value (N)");
-  EXPECT_EQ(helpFor({"memory", "summary", "a", "--csv=1"}),
-            "tcgd-analyze memory summary --help | option '--csv' takes no value");
+  EXPECT_EQ(helpFor({"sample"}), "tcgd-analyze sample --help | missing subcommand of 'sample'");
+  EXPECT_EQ(helpFor({"sample", "nope"}),
+            "tcgd-analyze sample --help | unknown subcommand 'nope' of 'sample'");
+  EXPECT_EQ(helpFor({"sample", "summary"}), "tcgd-analyze sample summary --help | missing BUNDLE");
+  EXPECT_EQ(helpFor({"sample", "summary", "a", "b"}),
+            "tcgd-analyze sample summary --help | unexpected argument 'b'");
+  EXPECT_EQ(helpFor({"sample", "summary", "a", "--top"}),
+            "tcgd-analyze sample summary --help | option '--top' needs a value (N)");
+  EXPECT_EQ(helpFor({"sample", "summary", "a", "--csv=1"}),
+            "tcgd-analyze sample summary --help | option '--csv' takes no value");
   EXPECT_EQ(helpFor({"info", "a", "--jsn"}), "tcgd-analyze info --help | unknown option '--jsn'");
 }
 

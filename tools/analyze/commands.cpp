@@ -6,6 +6,7 @@ void registerBuiltinCommands(CommandRegistry& registry) {
   registerInfoCommand(registry);
   registerValidateCommand(registry);
   registerDumpCommand(registry);
+  registerMemoryCommands(registry);
 }
 
 }  // namespace tcgd::analyze

@@ -12,6 +12,8 @@ namespace tcgd::analyze {
 void registerInfoCommand(CommandRegistry& registry);
 void registerValidateCommand(CommandRegistry& registry);
 void registerDumpCommand(CommandRegistry& registry);
+// The "memory" verb group (memory_command.cpp).
+void registerMemoryCommands(CommandRegistry& registry);
 
 // Every command above; later verb groups (memory, tensor) add theirs here.
 void registerBuiltinCommands(CommandRegistry& registry);

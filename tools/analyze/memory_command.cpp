@@ -1,0 +1,236 @@
+// `tcgd-analyze memory summary BUNDLE [--json] [--point NAME]`: the allocator
+// state at each point, per device, pool and stream, beside what the driver
+// said was in use.
+#include <fmt/format.h>
+
+#include <iterator>
+
+#include "commands.h"
+#include "json_writer.h"
+#include "memory_summary.h"
+
+namespace tcgd::analyze {
+namespace {
+
+namespace tb = torchbridge;
+
+inline constexpr const char* kNoSnapshots =
+    "no allocator snapshots in this bundle: the torch bridge was not loaded (see docs/torch-bridge.md)";
+
+void figuresJson(const tb::AllocatorFigures& figures, JsonWriter& json) {
+  json.key("reserved").value(figures.reserved);
+  json.key("allocated").value(figures.allocated);
+  json.key("active").value(figures.active);
+  json.key("requested").value(figures.requested);
+  json.key("segments").value(figures.segments);
+  json.key("blocks").value(figures.blocks);
+}
+
+std::string figuresText(const tb::AllocatorFigures& figures) {
+  return fmt::format("reserved {}, allocated {}, active {}, requested {}, {} segments, {} blocks",
+                     humanBytes(figures.reserved), humanBytes(figures.allocated),
+                     humanBytes(figures.active), humanBytes(figures.requested), figures.segments,
+                     figures.blocks);
+}
+
+// Devices of a point: those of the snapshot, then those only cuMemGetInfo
+// saw (the allocator holds nothing there).
+std::vector<int32_t> pointDevices(const PointMemory& point) {
+  std::vector<int32_t> devices;
+  for (const auto& device : point.devices) devices.push_back(device.device);
+  for (const auto& [device, usage] : point.driver_usage) {
+    bool seen = false;
+    for (const int32_t known : devices) seen = seen || known == device;
+    if (!seen) devices.push_back(device);
+  }
+  return devices;
+}
+
+const tb::DeviceFigures* findDevice(const PointMemory& point, int32_t device) {
+  for (const auto& figures : point.devices) {
+    if (figures.device == device) return &figures;
+  }
+  return nullptr;
+}
+
+void writeJson(const Bundle& bundle, const MemorySummary& summary,
+               const std::vector<const PointMemory*>& points, std::string* out) {
+  JsonWriter json(out);
+  json.beginObject();
+  json.key("schema").value("tcgd.memory.summary");
+  json.key("version").value(1);
+  json.key("bundle").value(bundle.path());
+  json.key("snapshots").value(summary.any_snapshot_record);
+  if (!summary.any_snapshot_record) json.key("message").value(kNoSnapshots);
+  json.key("points").beginArray();
+  for (const PointMemory* point : points) {
+    json.beginObject();
+    json.key("name").value(point->point->name());
+    json.key("ordinal").value(point->point->ordinal());
+    json.key("sequence").value(point->point->sequence());
+    json.key("origin").value(point->point->origin());
+    json.key("snapshot").value(point->snapshot_status);
+    if (!point->snapshot_error.empty()) json.key("snapshot_error").value(point->snapshot_error);
+    json.key("devices").beginArray();
+    for (const int32_t device : pointDevices(*point)) {
+      const tb::DeviceFigures* figures = findDevice(*point, device);
+      const tb::AllocatorFigures empty;
+      const tb::AllocatorFigures& total = figures != nullptr ? figures->total : empty;
+      json.beginObject();
+      json.key("device").value(device);
+      const auto usage = point->driver_usage.find(device);
+      if (usage != point->driver_usage.end()) {
+        json.key("cuda_used").value(usage->second.used());
+        json.key("cuda_total").value(usage->second.total);
+        json.key("cuda_used_from").beginObject();
+        json.key("api").value("cuMemGetInfo_v2");
+        json.key("seq").value(usage->second.sequence);
+        json.key("time_ns").value(usage->second.time_ns);
+        json.endObject();
+        if (point->has_snapshot) {
+          json.key("residual").value(static_cast<int64_t>(usage->second.used()) -
+                                      static_cast<int64_t>(total.reserved));
+        }
+      }
+      if (point->has_snapshot) {
+        json.key("allocator").beginObject();
+        figuresJson(total, json);
+        json.endObject();
+        json.key("pools").beginArray();
+        if (figures != nullptr) {
+          for (const auto& pool : figures->pools) {
+            json.beginObject();
+            json.key("pool").beginArray().value(pool.pool.first).value(pool.pool.second).endArray();
+            json.key("kind").value(tb::poolKindName(tb::poolKind(pool.pool)));
+            figuresJson(pool.figures, json);
+            json.key("streams").beginArray();
+            for (const auto& stream : pool.streams) {
+              json.beginObject();
+              json.key("stream").value(stream.stream);
+              figuresJson(stream.figures, json);
+              json.endObject();
+            }
+            json.endArray();
+            json.endObject();
+          }
+        }
+        json.endArray();
+      }
+      json.endObject();
+    }
+    json.endArray();
+    json.endObject();
+  }
+  json.endArray();
+  json.endObject();
+  out->push_back('\n');
+}
+
+void writeText(const MemorySummary& summary,
+               const std::vector<const PointMemory*>& points, std::string* out) {
+  auto it = std::back_inserter(*out);
+  if (!summary.any_snapshot_record) {
+    fmt::format_to(it, "{}\n", kNoSnapshots);
+    for (const PointMemory* point : points) {
+      fmt::format_to(it, "point {} \"{}\" ({}, seq {})\n", point->point->ordinal(),
+                     point->point->name(), point->point->origin(), point->point->sequence());
+    }
+    return;
+  }
+  for (const PointMemory* point : points) {
+    const bundle::Point& p = *point->point;
+    fmt::format_to(it, "point {} \"{}\" ({}, seq {}): snapshot {}{}\n", p.ordinal(), p.name(), p.origin(),
+                   p.sequence(), point->snapshot_status,
+                   point->snapshot_error.empty() ? "" : ": " + point->snapshot_error);
+    const std::vector<int32_t> devices = pointDevices(*point);
+    if (devices.empty() && point->has_snapshot) fmt::format_to(it, "  nothing reserved\n");
+    for (const int32_t device : devices) {
+      const tb::DeviceFigures* figures = findDevice(*point, device);
+      const tb::AllocatorFigures empty;
+      const tb::AllocatorFigures& total = figures != nullptr ? figures->total : empty;
+      fmt::format_to(it, "  device {}\n", device);
+      const auto usage = point->driver_usage.find(device);
+      if (usage != point->driver_usage.end()) {
+        const DriverUsage& u = usage->second;
+        fmt::format_to(it, "    CUDA used   {} of {} (cuMemGetInfo_v2, seq {})\n", humanBytes(u.used()),
+                       humanBytes(u.total), u.sequence);
+        if (point->has_snapshot) {
+          const bool negative = u.used() < total.reserved;
+          fmt::format_to(it, "    residual    {}{} (CUDA used - reserved: outside the allocator)\n",
+                         negative ? "-" : "",
+                         humanBytes(negative ? total.reserved - u.used() : u.used() - total.reserved));
+        }
+      }
+      if (!point->has_snapshot) continue;
+      fmt::format_to(it, "    allocator   {}\n", figuresText(total));
+      if (figures == nullptr) continue;
+      for (const auto& pool : figures->pools) {
+        fmt::format_to(it, "    pool {}: {}\n", poolLabel(pool.pool), figuresText(pool.figures));
+        for (const auto& stream : pool.streams) {
+          fmt::format_to(it, "      stream {:#x}: {}\n", stream.stream, figuresText(stream.figures));
+        }
+      }
+    }
+  }
+}
+
+int runMemorySummary(const ParsedArgs& args, Output& out) {
+  LoadOptions options;
+  options.keep_bulk_blobs = true;  // the snapshot parts
+  const Bundle bundle = Bundle::load(args.positional(0), options);
+  bundle.requireKind(proto::BundleKind::kMemory);
+  const MemorySummary summary = summarizeMemory(bundle);
+
+  std::vector<const PointMemory*> points;
+  const std::optional<std::string> wanted = args.value("--point");
+  for (const PointMemory& point : summary.points) {
+    if (!wanted || point.point->name() == *wanted) points.push_back(&point);
+  }
+  if (wanted && points.empty()) {
+    std::string names;
+    for (const PointMemory& point : summary.points) {
+      names += (names.empty() ? "" : ", ") + ("'" + point.point->name() + "'");
+    }
+    throw AnalyzeError(fmt::format("{}: no point named '{}' (points: {})", bundle.path(), *wanted,
+                                   names.empty() ? "none" : names));
+  }
+  if (args.flag("--json")) {
+    writeJson(bundle, summary, points, &out.buffer());
+  } else {
+    writeText(summary, points, &out.buffer());
+  }
+  out.flush();
+  for (const auto& warning : summary.warnings) {
+    std::fprintf(stderr, "%s: warning: %s: %s\n", kProgramName, bundle.path().c_str(), warning.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void registerMemoryCommands(CommandRegistry& registry) {
+  registry.addGroup({"memory"}, "Memory analyses of a .tcgd-memory bundle",
+                    "What the allocator and the driver held, point by point.");
+  registry.add(CommandSpec{
+      .path = {"memory", "summary"},
+      .summary = "The allocator state at each point, per device, pool and stream",
+      .description =
+          "For each point (or the one --point names), per device: the allocator state from the\n"
+          "point's allocator snapshot (reserved, allocated, active, requested bytes, segments,\n"
+          "blocks), then per pool (default (0,0), graph-private (n,0), user MemPool (0,n)) and\n"
+          "per stream within a pool. Where the job called cuMemGetInfo_v2 at or before the\n"
+          "point, 'CUDA used' is total - free of the latest such call (its record is named) and\n"
+          "'residual' is CUDA used - reserved: memory outside PyTorch's allocator.\n"
+          "Snapshots come from the torch bridge (docs/torch-bridge.md); a bundle without them\n"
+          "says so in one line and lists its points.",
+      .arguments = {{"BUNDLE", "a memory bundle (.tcgd-memory)"}},
+      .options = {{"--json", "", "Print one JSON object (schema tcgd.memory.summary, exact bytes)"},
+                  {"--point", "NAME", "Only the point named NAME"}},
+      .exit_codes =
+          "  0   printed (also when the bundle has no snapshots)\n"
+          "  2   not a memory bundle, no point named NAME, unreadable file, or bad usage\n",
+      .run = runMemorySummary,
+  });
+}
+
+}  // namespace tcgd::analyze

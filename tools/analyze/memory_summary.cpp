@@ -1,0 +1,136 @@
+#include "memory_summary.h"
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+namespace tcgd::analyze {
+namespace {
+
+namespace tb = torchbridge;
+
+// Record types are matched by their schema name, not their id: the name is
+// what the bundle itself says the record is.
+enum class Interest { kNone, kSnapshot, kMemGetInfo };
+
+struct SnapshotAssembly {
+  tb::SnapshotParts parts;
+  uint16_t status = 0;
+  bool missing_part = false;  // a part whose blob could not be pushed or is not in the file
+};
+
+const char* snapshotStatusName(uint16_t status) {
+  switch (status) {
+    case 0: return "taken";
+    case 1: return "unavailable";
+    case 2: return "failed";
+    case 3: return "not initialized";
+    default: return "unknown status";
+  }
+}
+
+}  // namespace
+
+std::string poolLabel(const tb::PoolId& pool) {
+  const char* kind = "other";
+  switch (tb::poolKind(pool)) {
+    case tb::PoolKind::kDefault: kind = "default"; break;
+    case tb::PoolKind::kGraph: kind = "graph-private"; break;
+    case tb::PoolKind::kUser: kind = "user MemPool"; break;
+    case tb::PoolKind::kOther: break;
+  }
+  return fmt::format("{} ({},{})", kind, pool.first, pool.second);
+}
+
+std::string humanBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB"};
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  double value = static_cast<double>(bytes);
+  int unit = -1;
+  while (unit < 2 && value >= 1024.0) {
+    value /= 1024.0;
+    ++unit;
+  }
+  std::string text = fmt::format("{:.2f}", value);
+  while (text.back() == '0') text.pop_back();
+  if (text.back() == '.') text.pop_back();
+  return text + " " + kUnits[unit];
+}
+
+MemorySummary summarizeMemory(const Bundle& bundle) {
+  MemorySummary summary;
+  std::unordered_map<uint32_t, Interest> interest;
+  std::map<uint64_t, SnapshotAssembly> snapshots;  // by point ordinal
+  std::vector<std::pair<int32_t, DriverUsage>> usages;  // in file order
+
+  const auto classify = [&](uint32_t type) {
+    auto it = interest.find(type);
+    if (it != interest.end()) return it->second;
+    const std::string name = bundle.typeName(type);
+    Interest kind = Interest::kNone;
+    if (name == "allocator_snapshot") kind = Interest::kSnapshot;
+    if (name == "cuMemGetInfo_v2") kind = Interest::kMemGetInfo;
+    interest.emplace(type, kind);
+    return kind;
+  };
+
+  summary.warnings = bundle.forEachRecordBatch([&](const std::vector<proto::DecodedRecord>& records) {
+    for (const auto& record : records) {
+      const Interest kind = classify(record.type);
+      if (kind == Interest::kSnapshot) {
+        summary.any_snapshot_record = true;
+        SnapshotAssembly& assembly = snapshots[record.words[0]];
+        assembly.status = static_cast<uint16_t>(record.words[4] >> 16);
+        const BlobInfo* blob = record.words[1] != 0 ? bundle.blob(record.words[1]) : nullptr;
+        if (blob == nullptr) {
+          assembly.missing_part = true;
+          continue;
+        }
+        assembly.parts.add(static_cast<uint32_t>(record.words[2]),
+                           static_cast<uint32_t>(record.words[2] >> 32), record.words[3],
+                           blob->data.data(), blob->data.size());
+      } else if (kind == Interest::kMemGetInfo) {
+        // word2: result (low 32 bits), device (high 32); a failed call says nothing.
+        if (static_cast<uint32_t>(record.words[2]) != 0) continue;
+        const auto device = static_cast<int32_t>(static_cast<uint32_t>(record.words[2] >> 32));
+        usages.emplace_back(device, DriverUsage{record.sequence, record.time_ns, record.words[0],
+                                                record.words[1]});
+      }
+    }
+  });
+
+  for (const bundle::Point& point : bundle.points()) {
+    PointMemory entry;
+    entry.point = &point;
+    // The latest call per device at or before the point (usages are in
+    // sequence order, so a later one replaces an earlier one).
+    for (const auto& [device, usage] : usages) {
+      if (usage.sequence <= point.sequence()) entry.driver_usage[device] = usage;
+    }
+    auto found = snapshots.find(point.ordinal());
+    if (found != snapshots.end()) {
+      const SnapshotAssembly& assembly = found->second;
+      if (assembly.status != 0) {
+        entry.snapshot_status = snapshotStatusName(assembly.status);
+        // Not initialized: the allocator holds nothing yet, which is a state.
+        entry.has_snapshot = assembly.status == 3;
+      } else if (assembly.missing_part || !assembly.parts.valid() || !assembly.parts.complete()) {
+        entry.snapshot_status = "incomplete";
+      } else {
+        const std::vector<uint8_t> bytes = assembly.parts.bytes();
+        tb::AllocatorSnapshot snapshot;
+        if (tb::decodeSnapshot(bytes.data(), bytes.size(), &snapshot, &entry.snapshot_error)) {
+          entry.snapshot_status = "taken";
+          entry.has_snapshot = true;
+          entry.devices = tb::aggregateSnapshot(snapshot);
+        } else {
+          entry.snapshot_status = "undecodable";
+        }
+      }
+    }
+    summary.points.push_back(std::move(entry));
+  }
+  return summary;
+}
+
+}  // namespace tcgd::analyze

@@ -1,0 +1,54 @@
+// The allocator state at each point of a memory bundle (`memory summary`):
+// the point's allocator snapshot (reassembled from its `allocator_snapshot`
+// parts, decoded and aggregated per device, pool and stream by
+// tcgd_snapshot_codec) and, per device, the last successful cuMemGetInfo_v2
+// at or before the point.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bundle.h"
+#include "collectors/torch/snapshot_codec.h"
+
+namespace tcgd::analyze {
+
+// One cuMemGetInfo_v2 record: what the driver said the device had in use.
+struct DriverUsage {
+  uint64_t sequence = 0;
+  uint64_t time_ns = 0;
+  uint64_t free = 0;
+  uint64_t total = 0;
+  uint64_t used() const { return total >= free ? total - free : 0; }
+};
+
+struct PointMemory {
+  const bundle::Point* point = nullptr;
+  // "taken", "unavailable", "failed", "not initialized", "incomplete",
+  // "undecodable" or "none" (no allocator_snapshot record for the point).
+  std::string snapshot_status = "none";
+  std::string snapshot_error;  // why it did not decode, when it did not
+  bool has_snapshot = false;   // figures below are meaningful
+  std::vector<torchbridge::DeviceFigures> devices;  // ascending device
+  std::map<int32_t, DriverUsage> driver_usage;      // by device
+};
+
+struct MemorySummary {
+  bool any_snapshot_record = false;
+  std::vector<PointMemory> points;  // in point order
+  std::vector<std::string> warnings;  // batches that did not decode
+};
+
+// Needs a bundle loaded with LoadOptions::keep_bulk_blobs.
+MemorySummary summarizeMemory(const Bundle& bundle);
+
+// "default (0,0)", "graph-private (1,0)", "user MemPool (0,3)", "other (a,b)".
+std::string poolLabel(const torchbridge::PoolId& pool);
+
+// 0 B, 512 B, 1.5 KiB, 16 MiB, 2.25 GiB (at most two decimals, zeros trimmed).
+std::string humanBytes(uint64_t bytes);
+
+}  // namespace tcgd::analyze
