@@ -2,6 +2,7 @@
 // agent core with default visibility; agent/libtcgd.map exports tcgd_*.
 #include "tcgd/tcgd.h"
 
+#include <atomic>
 #include <cstring>
 
 #include "emit.h"
@@ -45,11 +46,18 @@ int point(const char* name, const char* suffix, PointOrigin origin) {
 }  // namespace
 
 namespace tcgd::agent {
+namespace {
+std::atomic<PointStateFn> g_point_state{nullptr};
+}  // namespace
+
+void setPointStateCollector(PointStateFn fn) { g_point_state.store(fn, std::memory_order_release); }
 
 // Shared by the C API and the automatic points (collectors/points).
 bool recordPoint(const char* name, uint32_t length, PointOrigin origin, uint32_t snapshot_flags) {
   uint64_t ordinal = 0;
   if (!emitPoint(name, length, origin, &ordinal)) return false;
+  // The driver's view (CUDA used), then PyTorch's: consecutive, not atomic.
+  if (PointStateFn state = g_point_state.load(std::memory_order_acquire)) state(ordinal);
   // The state at the point: PyTorch's allocator, when the torch bridge is
   // loaded (nothing otherwise).
   torchSnapshotAtPoint(ordinal, snapshot_flags);

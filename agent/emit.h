@@ -53,6 +53,13 @@ uint32_t currentTid();
 // collectors/points). `snapshot_flags`: TCGD_SNAPSHOT_* of
 // collectors/torch/bridge_api.h. Used by the C API and the automatic points,
 // so both record the same state. False when the point was not pushed.
+// Called by recordPoint() right after the point record, on the point's
+// thread, with the point's ordinal: how layers above the agent core add state
+// to every point (collectors/memory/point_memory.cpp registers the device's
+// memory). One slot, set from a static initializer.
+using PointStateFn = void (*)(uint64_t ordinal);
+void setPointStateCollector(PointStateFn fn);
+
 bool recordPoint(const char* name, uint32_t length, channel::PointOrigin origin,
                  uint32_t snapshot_flags = 0);
 

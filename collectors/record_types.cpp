@@ -15,6 +15,8 @@ const agent::RecordTypeInfo kCollectorTypes[] = {
      {"function:hex", "name:blob", "family:u8", "", ""}, nullptr},
     {kRecordReleaseFailed, RecordClass::kDriverOther, "release_failed",
      {"ptr:hex", "release_type:u16", "result:u32", "", ""}, nullptr},
+    {kRecordPointDeviceMemory, RecordClass::kDriverOther, "point_device_memory",
+     {"ordinal:u64", "free:u64", "total:u64", "result:u32,device:i32", ""}, nullptr},
 };
 
 [[maybe_unused]] const bool kRegistered = [] {

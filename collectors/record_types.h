@@ -16,4 +16,10 @@ inline constexpr uint16_t kRecordKernelName = 1280;
 // (the release's record type), a2 result:u32. The release did not happen.
 inline constexpr uint16_t kRecordReleaseFailed = 1281;
 
+// What the driver reported for the calling thread's current device at a
+// point (cuMemGetInfo_v2 through the real table, right after the point
+// record): a0 ordinal:u64 (the point's), a1 free:u64, a2 total:u64,
+// a3 "result:u32,device:i32".
+inline constexpr uint16_t kRecordPointDeviceMemory = 1282;
+
 }  // namespace tcgd::collectors

@@ -78,6 +78,28 @@ TEST(Points, TheDefaultMakesNoAutomaticPoints) {
   EXPECT_TRUE(run.names.empty());
 }
 
+uint64_t recordsOfType(const bundle::Trailer& trailer, uint32_t type) {
+  for (const auto& t : trailer.types())
+    if (t.type() == type) return t.records();
+  return 0;
+}
+
+// collectors/memory/point_memory.cpp: a point made through recordPoint()
+// carries the driver's free/total memory of the current device
+// (point_device_memory, type 1282); none without points.
+TEST(Points, ThePointsOfRecordPointCarryTheDevicesMemory) {
+  constexpr uint32_t kPointDeviceMemory = 1282;
+  TempDir with_exit;
+  const PointsRun run = runPoints("graphs", {"TCGD_POINTS=exit"}, with_exit);
+  ASSERT_TRUE(run.bundle.has_trailer) << run.result.err;
+  EXPECT_EQ(run.names, std::vector<std::string>({"exit"}));
+  EXPECT_EQ(recordsOfType(run.bundle.trailer, kPointDeviceMemory), 1u);
+  TempDir without;
+  const PointsRun none = runPoints("graphs", {"TCGD_POINTS=none"}, without);
+  ASSERT_TRUE(none.bundle.has_trailer) << none.result.err;
+  EXPECT_EQ(recordsOfType(none.bundle.trailer, kPointDeviceMemory), 0u);
+}
+
 TEST(Points, NoneMakesNoPoints) {
   TempDir dir;
   const PointsRun run = runPoints("graphs", {"TCGD_POINTS=none"}, dir);

@@ -83,7 +83,7 @@ void writeJson(const Bundle& bundle, const MemorySummary& summary,
         json.key("cuda_used").value(usage->second.used());
         json.key("cuda_total").value(usage->second.total);
         json.key("cuda_used_from").beginObject();
-        json.key("api").value("cuMemGetInfo_v2");
+        json.key("api").value(usage->second.at_point ? "point_device_memory" : "cuMemGetInfo_v2");
         json.key("seq").value(usage->second.sequence);
         json.key("time_ns").value(usage->second.time_ns);
         json.endObject();
@@ -152,8 +152,9 @@ void writeText(const MemorySummary& summary,
       const auto usage = point->driver_usage.find(device);
       if (usage != point->driver_usage.end()) {
         const DriverUsage& u = usage->second;
-        fmt::format_to(it, "    CUDA used   {} of {} (cuMemGetInfo_v2, seq {})\n", humanBytes(u.used()),
-                       humanBytes(u.total), u.sequence);
+        fmt::format_to(it, "    CUDA used   {} of {} ({}, seq {})\n", humanBytes(u.used()),
+                       humanBytes(u.total), u.at_point ? "at the point" : "cuMemGetInfo_v2",
+                       u.sequence);
         if (point->has_snapshot) {
           const bool negative = u.used() < total.reserved;
           fmt::format_to(it, "    residual    {}{} (CUDA used - reserved: outside the allocator)\n",

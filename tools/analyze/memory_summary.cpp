@@ -11,7 +11,7 @@ namespace tb = torchbridge;
 
 // Record types are matched by their schema name, not their id: the name is
 // what the bundle itself says the record is.
-enum class Interest { kNone, kSnapshot, kMemGetInfo };
+enum class Interest { kNone, kSnapshot, kMemGetInfo, kPointMemory };
 
 struct SnapshotAssembly {
   tb::SnapshotParts parts;
@@ -62,6 +62,8 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
   std::unordered_map<uint32_t, Interest> interest;
   std::map<uint64_t, SnapshotAssembly> snapshots;  // by point ordinal
   std::vector<std::pair<int32_t, DriverUsage>> usages;  // in file order
+  // Measured by the agent at the point itself, by point ordinal and device.
+  std::map<uint64_t, std::map<int32_t, DriverUsage>> at_points;
 
   const auto classify = [&](uint32_t type) {
     auto it = interest.find(type);
@@ -70,6 +72,7 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
     Interest kind = Interest::kNone;
     if (name == "allocator_snapshot") kind = Interest::kSnapshot;
     if (name == "cuMemGetInfo_v2") kind = Interest::kMemGetInfo;
+    if (name == "point_device_memory") kind = Interest::kPointMemory;
     interest.emplace(type, kind);
     return kind;
   };
@@ -95,6 +98,13 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
         const auto device = static_cast<int32_t>(static_cast<uint32_t>(record.words[2] >> 32));
         usages.emplace_back(device, DriverUsage{record.sequence, record.time_ns, record.words[0],
                                                 record.words[1]});
+      } else if (kind == Interest::kPointMemory) {
+        // words: ordinal, free, total, result (low 32) | device (high 32).
+        if (static_cast<uint32_t>(record.words[3]) != 0) continue;
+        const auto device = static_cast<int32_t>(static_cast<uint32_t>(record.words[3] >> 32));
+        DriverUsage usage{record.sequence, record.time_ns, record.words[1], record.words[2]};
+        usage.at_point = true;
+        at_points[record.words[0]][device] = usage;
       }
     }
   });
@@ -107,6 +117,9 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
     for (const auto& [device, usage] : usages) {
       if (usage.sequence <= point.sequence()) entry.driver_usage[device] = usage;
     }
+    // The agent's own measurement at the point wins over an earlier call.
+    if (auto at = at_points.find(point.ordinal()); at != at_points.end())
+      for (const auto& [device, usage] : at->second) entry.driver_usage[device] = usage;
     auto found = snapshots.find(point.ordinal());
     if (found != snapshots.end()) {
       const SnapshotAssembly& assembly = found->second;

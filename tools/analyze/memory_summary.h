@@ -22,6 +22,7 @@ struct DriverUsage {
   uint64_t time_ns = 0;
   uint64_t free = 0;
   uint64_t total = 0;
+  bool at_point = false;  // measured by the agent at the point (point_device_memory)
   uint64_t used() const { return total >= free ? total - free : 0; }
 };
 
