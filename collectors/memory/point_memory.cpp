@@ -4,6 +4,7 @@
 // mem_get_info.
 #include "interpose/cuda_api.h"
 
+#include "collectors/graph/launch_collector.h"
 #include "collectors/record_types.h"
 #include "emit.h"
 #include "interpose/hook_table.h"
@@ -18,6 +19,11 @@ void recordDeviceMemory(uint64_t ordinal) {
   const auto get_info =
       reinterpret_cast<GetInfo>(interpose::realFunction(interpose::HookId::cuMemGetInfo_v2));
   if (get_info == nullptr) return;  // no driver in this process
+  // Not while any stream capture is in progress: a point made inside
+  // `with torch.cuda.graph(...)` must not risk a driver call the capture
+  // could object to (not validated on a GPU yet); the summary then says
+  // nothing about CUDA used at that point.
+  if (captureTracker().anyActive()) return;
   CUdevice device = 0;
   // No current context (a thread that never used CUDA): nothing to measure.
   if (interpose::realCtxGetDevice(&device) != CUDA_SUCCESS) return;
