@@ -394,6 +394,12 @@ bool emitPoint(const char* name, uint32_t length, channel::PointOrigin origin,
     record.a[0] = name_id;
     record.a[1] = static_cast<uint64_t>(origin);
     record.a[2] = ordinal;
+    // Records dropped so far (all classes): the difference between two
+    // points says whether the history between them is complete. Relaxed:
+    // a drop racing this point may land on either side of it.
+    uint64_t dropped = 0;
+    for (const auto& d : ch->header()->drops) dropped += d.load(std::memory_order_relaxed);
+    record.a[3] = dropped;
     ok = ch->tryPushRecord(record);
     if (ok && ordinal_out != nullptr) *ordinal_out = ordinal;
   } else {

@@ -25,7 +25,7 @@ constexpr RecordTypeInfo kCoreTypes[] = {
     {channel::kRecordSessionEnd, RecordClass::kControl, "session_end",
      {"reason:u64", "detail:i64", "", "", ""}, nullptr},
     {channel::kRecordPoint, RecordClass::kPoint, "point",
-     {"name:blob", "origin:u64", "ordinal:u64", "", ""}, nullptr},
+     {"name:blob", "origin:u64", "ordinal:u64", "drops_before:u64", ""}, nullptr},
     {channel::kRecordMetadata, RecordClass::kControl, "metadata",
      {"key:blob", "value:blob", "", "", ""}, nullptr},
     {channel::kRecordProvenance, RecordClass::kControl, "provenance",

@@ -60,7 +60,8 @@ enum CoreRecordType : uint16_t {
   //     argv.N, meta.KEY)
   kRecordSessionStart = 1,
   kRecordSessionEnd = 2,    // a0: EndReason, a1: signal or exit code
-  kRecordPoint = 3,         // a0: name blob id, a1: point origin, a2: point ordinal
+  kRecordPoint = 3,         // a0: name blob id, a1: point origin, a2: point ordinal,
+                            // a3: records dropped (all classes) before it
   kRecordMetadata = 4,      // a0: key blob id, a1: value blob id
   // a0: blob id of "key=value" lines: driver_version, runtime_version,
   // torch_version, nccl_version, device.N.{name,uuid,capability,

@@ -96,7 +96,8 @@ void writeSnapshotBundle(const std::string& path, bool snapshots) {
     s->set_record_class(cls);
     for (const char* word : words) s->add_words(word);
   };
-  schema(channel::kRecordPoint, "point", "point", {"name:blob", "origin:u64", "ordinal:u64"});
+  schema(channel::kRecordPoint, "point", "point",
+         {"name:blob", "origin:u64", "ordinal:u64", "drops_before:u64"});
   schema(kTypeSnapshot, "allocator_snapshot", "allocator",
          {"ordinal:u64", "data:blob", "part:u32,parts:u32", "total_bytes:u64", "format:u16,status:u16"});
   schema(kTypeMemGetInfo, "cuMemGetInfo_v2", "driver_other",
@@ -129,7 +130,8 @@ void writeSnapshotBundle(const std::string& path, bool snapshots) {
       memGetInfo(1 * kMiB, 0),
       memGetInfo(9 * kMiB, 2),  // failed: says nothing
       memGetInfo(45 * kMiB, 0),
-      record(channel::kRecordPoint, channel::RecordClass::kPoint, {2, 0, 1}),
+      // 7 records were dropped (all classes) between the two points.
+      record(channel::kRecordPoint, channel::RecordClass::kPoint, {2, 0, 1, 7}),
       snapshotPart(1, 11, 0, 2, second.size()),
       snapshotPart(1, 12, 1, 2, second.size()),
       memGetInfo(99 * kMiB, 0),  // after the last point
@@ -195,6 +197,11 @@ TEST_F(MemorySummary, SyntheticSnapshotsGiveExactFiguresPerPointPoolAndStream) {
   ASSERT_EQ(points.size(), 2u);
 
   const JsonValue& warmup = points[0];
+  // Interval completeness: nothing lost before "warmup", 7 records between it and "step".
+  EXPECT_EQ(warmup["dropped_in_interval"].asU64(), 0u);
+  EXPECT_EQ(warmup["history"].asString().rfind("complete at driver level", 0), 0u);
+  EXPECT_EQ(points[1]["dropped_in_interval"].asU64(), 7u);
+  EXPECT_EQ(points[1]["history"].asString(), "7 records dropped");
   EXPECT_EQ(warmup["name"].asString(), "warmup");
   EXPECT_EQ(warmup["snapshot"].asString(), "taken");
   ASSERT_EQ(warmup["devices"].size(), 1u);
@@ -236,23 +243,42 @@ TEST_F(MemorySummary, SyntheticSnapshotsGiveExactFiguresPerPointPoolAndStream) {
   const ToolResult one = runAnalyze({"memory", "summary", path, "--point", "step"});
   ASSERT_EQ(one.exit_code, 0) << one.err;
   const std::vector<std::string> lines = splitLines(one.out);
-  ASSERT_GE(lines.size(), 9u) << one.out;
+  ASSERT_GE(lines.size(), 10u) << one.out;
   EXPECT_NE(lines[0].find("\"step\""), std::string::npos) << one.out;
   EXPECT_EQ(one.out.find("warmup"), std::string::npos) << one.out;
-  EXPECT_EQ(lines[1], "  device 0");
-  EXPECT_NE(lines[2].find("CUDA used   45 MiB of 80 GiB (cuMemGetInfo_v2, seq 5)"), std::string::npos);
-  EXPECT_NE(lines[3].find("residual    5 MiB"), std::string::npos);
-  EXPECT_NE(lines[4].find("allocator   reserved 40 MiB, allocated 37 MiB"), std::string::npos);
-  EXPECT_NE(lines[5].find("pool default (0,0): reserved 22 MiB"), std::string::npos);
-  EXPECT_NE(lines[6].find("stream 0x0: reserved 2 MiB"), std::string::npos);
-  EXPECT_NE(lines[7].find("stream 0x7: reserved 20 MiB"), std::string::npos);
-  EXPECT_NE(lines[8].find("pool graph-private (1,0): reserved 18 MiB, allocated 16 MiB"), std::string::npos);
+  // The point record's drops_before: 7 records were lost in this interval.
+  EXPECT_NE(lines[1].find("history since the previous point: 7 records dropped"), std::string::npos)
+      << lines[1];
+  EXPECT_EQ(lines[2], "  device 0");
+  EXPECT_NE(lines[3].find("CUDA used   45 MiB of 80 GiB (cuMemGetInfo_v2, seq 5)"), std::string::npos);
+  EXPECT_NE(lines[4].find("residual    5 MiB"), std::string::npos);
+  EXPECT_NE(lines[5].find("allocator   reserved 40 MiB, allocated 37 MiB"), std::string::npos);
+  EXPECT_NE(lines[6].find("pool default (0,0): reserved 22 MiB"), std::string::npos);
+  EXPECT_NE(lines[7].find("stream 0x0: reserved 2 MiB"), std::string::npos);
+  EXPECT_NE(lines[8].find("stream 0x7: reserved 20 MiB"), std::string::npos);
+  EXPECT_NE(lines[9].find("pool graph-private (1,0): reserved 18 MiB, allocated 16 MiB"), std::string::npos);
 }
 
 // The committed H200 recording: a CUDA-graph capture between the points.
 // Figures checked against its allocator trace: the capture's segments in
 // pool (1,0) are 16 + 20 + 32 + 2 MiB, and the 16 MiB and 32 MiB allocations
 // (plus one 4-byte tensor, rounded to 512 B) are still live after it.
+// Interval completeness: the H200 recording's tracker attached (allocator
+// status at seq 5) after the start and before the first point, and nothing
+// was dropped.
+TEST_F(MemorySummary, DemoBundleSaysWhereAllocatorHistoryBegins) {
+  const std::string path = std::string(TCGD_SOURCE_DIR) + "/docs/examples/demo-h200.tcgd-memory";
+  const ToolResult r = runAnalyze({"memory", "summary", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = splitLines(r.out);
+  std::vector<std::string> history;
+  for (const auto& line : lines)
+    if (line.find("history since the previous point") != std::string::npos) history.push_back(line);
+  ASSERT_EQ(history.size(), 2u) << r.out;
+  EXPECT_NE(history[0].find("allocator history from seq 5"), std::string::npos) << history[0];
+  EXPECT_NE(history[1].find(": complete"), std::string::npos) << history[1];
+}
+
 TEST_F(MemorySummary, DemoBundleShowsTheCapturesGraphPool) {
   const std::string path = std::string(TCGD_SOURCE_DIR) + "/docs/examples/demo-h200.tcgd-memory";
   const ToolResult result = runAnalyze({"memory", "summary", path, "--json"});

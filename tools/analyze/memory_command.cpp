@@ -70,6 +70,8 @@ void writeJson(const Bundle& bundle, const MemorySummary& summary,
     json.key("sequence").value(point->point->sequence());
     json.key("origin").value(point->point->origin());
     json.key("snapshot").value(point->snapshot_status);
+    json.key("history").value(point->history);
+    json.key("dropped_in_interval").value(point->dropped_in_interval);
     if (!point->snapshot_error.empty()) json.key("snapshot_error").value(point->snapshot_error);
     json.key("devices").beginArray();
     for (const int32_t device : pointDevices(*point)) {
@@ -142,6 +144,7 @@ void writeText(const MemorySummary& summary,
     fmt::format_to(it, "point {} \"{}\" ({}, seq {}): snapshot {}{}\n", p.ordinal(), p.name(), p.origin(),
                    p.sequence(), point->snapshot_status,
                    point->snapshot_error.empty() ? "" : ": " + point->snapshot_error);
+    fmt::format_to(it, "  history since the previous point: {}\n", point->history);
     const std::vector<int32_t> devices = pointDevices(*point);
     if (devices.empty() && point->has_snapshot) fmt::format_to(it, "  nothing reserved\n");
     for (const int32_t device : devices) {

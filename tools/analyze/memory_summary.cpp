@@ -11,7 +11,7 @@ namespace tb = torchbridge;
 
 // Record types are matched by their schema name, not their id: the name is
 // what the bundle itself says the record is.
-enum class Interest { kNone, kSnapshot, kMemGetInfo, kPointMemory };
+enum class Interest { kNone, kSnapshot, kMemGetInfo, kPointMemory, kPoint, kTorchStatus };
 
 struct SnapshotAssembly {
   tb::SnapshotParts parts;
@@ -57,6 +57,50 @@ std::string humanBytes(uint64_t bytes) {
   return text + " " + kUnits[unit];
 }
 
+namespace {
+
+// torch bridge statuses (collectors/torch/torch_records.h, TorchStatus).
+const char* torchStatusText(uint32_t status) {
+  switch (status) {
+    case 2: return "the allocator backend refuses trackers (cudaMallocAsync)";
+    case 3: return "the running torch differs from the bridge's version";
+    case 4: return "no torch bridge was found";
+    case 5: return "the torch bridge failed to load";
+    case 6: return "PyTorch refused the tracker";
+    case 10: return "the running torch's version was unreadable";
+    case 11: return "the torch bridge is turned off (TCGD_TORCH_BRIDGE=off)";
+    default: return "the torch bridge did not attach";
+  }
+}
+
+// Allocator-history coverage of the interval (from, to] of sequences.
+std::string intervalHistory(const bundle::Point& point, uint64_t from,
+                            const std::vector<std::pair<uint64_t, uint32_t>>& statuses) {
+  constexpr uint32_t kAttached = 1;
+  uint64_t attached_at = 0;
+  bool attached = false;
+  uint32_t last_refusal = 0;
+  for (const auto& [sequence, status] : statuses) {
+    if (sequence >= point.sequence()) break;
+    if (status == kAttached) {
+      attached = true;
+      attached_at = sequence;
+    } else if ((status >= 2 && status <= 6) || status == 10 || status == 11) {
+      last_refusal = status;
+    }
+  }
+  if (!attached) {
+    if (last_refusal != 0)
+      return std::string("allocator history unavailable: ") + torchStatusText(last_refusal);
+    return statuses.empty() ? "complete at driver level (no allocator history: the torch bridge did not run)"
+                            : "allocator history unavailable";
+  }
+  if (attached_at > from) return "allocator history from seq " + std::to_string(attached_at);
+  return "complete";
+}
+
+}  // namespace
+
 MemorySummary summarizeMemory(const Bundle& bundle) {
   MemorySummary summary;
   std::unordered_map<uint32_t, Interest> interest;
@@ -64,6 +108,8 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
   std::vector<std::pair<int32_t, DriverUsage>> usages;  // in file order
   // Measured by the agent at the point itself, by point ordinal and device.
   std::map<uint64_t, std::map<int32_t, DriverUsage>> at_points;
+  std::map<uint64_t, uint64_t> drops_before;  // by point ordinal (bundles that record it)
+  std::vector<std::pair<uint64_t, uint32_t>> torch_statuses;  // (sequence, TorchStatus)
 
   const auto classify = [&](uint32_t type) {
     auto it = interest.find(type);
@@ -73,6 +119,8 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
     if (name == "allocator_snapshot") kind = Interest::kSnapshot;
     if (name == "cuMemGetInfo_v2") kind = Interest::kMemGetInfo;
     if (name == "point_device_memory") kind = Interest::kPointMemory;
+    if (name == "point") kind = Interest::kPoint;
+    if (name == "allocator_status") kind = Interest::kTorchStatus;
     interest.emplace(type, kind);
     return kind;
   };
@@ -98,6 +146,10 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
         const auto device = static_cast<int32_t>(static_cast<uint32_t>(record.words[2] >> 32));
         usages.emplace_back(device, DriverUsage{record.sequence, record.time_ns, record.words[0],
                                                 record.words[1]});
+      } else if (kind == Interest::kPoint) {
+        drops_before[record.words[2]] = record.words[3];
+      } else if (kind == Interest::kTorchStatus) {
+        torch_statuses.emplace_back(record.sequence, static_cast<uint32_t>(record.words[0]));
       } else if (kind == Interest::kPointMemory) {
         // words: ordinal, free, total, result (low 32) | device (high 32).
         if (static_cast<uint32_t>(record.words[3]) != 0) continue;
@@ -109,9 +161,21 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
     }
   });
 
+  uint64_t previous_drops = 0;
+  uint64_t previous_sequence = 0;
+  bool first = true;
   for (const bundle::Point& point : bundle.points()) {
     PointMemory entry;
     entry.point = &point;
+    entry.history = intervalHistory(point, first ? 0 : previous_sequence, torch_statuses);
+    if (auto d = drops_before.find(point.ordinal()); d != drops_before.end()) {
+      entry.dropped_in_interval = d->second >= previous_drops ? d->second - previous_drops : 0;
+      previous_drops = d->second;
+      if (entry.dropped_in_interval != 0)
+        entry.history = std::to_string(entry.dropped_in_interval) + " records dropped";
+    }
+    previous_sequence = point.sequence();
+    first = false;
     // The latest call per device at or before the point (usages are in
     // sequence order, so a later one replaces an earlier one).
     for (const auto& [device, usage] : usages) {

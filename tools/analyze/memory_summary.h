@@ -35,6 +35,12 @@ struct PointMemory {
   bool has_snapshot = false;   // figures below are meaningful
   std::vector<torchbridge::DeviceFigures> devices;  // ascending device
   std::map<int32_t, DriverUsage> driver_usage;      // by device
+  // The history between the previous point (or the start) and this one:
+  // "complete", "N records dropped", "allocator history from seq N" (the
+  // tracker attached inside the interval) or "allocator history unavailable:
+  // <why>". Analyses that need complete history refuse other intervals.
+  std::string history = "complete";
+  uint64_t dropped_in_interval = 0;
 };
 
 struct MemorySummary {
