@@ -55,6 +55,7 @@
 #include "../collectors/torch/torch_records.h"
 #include "../collectors/torch/torch_version.h"
 #include "agent.h"
+#include "background_thread.h"
 #include "channel/channel.h"
 #include "emit.h"
 #include "log.h"
@@ -435,21 +436,7 @@ void* helperMain(void*) {
   return nullptr;
 }
 
-bool startHelper() {
-  // Every signal blocked in the helper: the job's handlers must not run on
-  // a thread it does not know.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t thread;
-  const int rc = pthread_create(&thread, &attr, helperMain, nullptr);
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return rc == 0;
-}
+bool startHelper() { return startBackgroundThread(helperMain, "tcgd-torch"); }
 
 // Looks for torch and starts the helper. Runs on the caller's thread, which
 // may hold an allocator mutex: only the scan and pthread_create happen here.

@@ -13,28 +13,27 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTCGD_BUILD_TESTS=OFF -DTCGD_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)"
 
+report() {
+  echo
+  echo "== tcgd-analyze info $1"
+  "$build/bin/tcgd-analyze" info "$1"
+  echo
+  echo "== tcgd-analyze memory summary $1"
+  "$build/bin/tcgd-analyze" memory summary "$1"
+}
+
 python=${PYTHON:-python3}
 if "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   out=$(mktemp -d "${TMPDIR:-/tmp}/tcgd-demo.XXXXXX")
   echo "== running tests/gpu/demo.py under tcgd (bundles in $out)"
   "$build/bin/tcgd" run -o "$out" --run demo -- "$python" tests/gpu/demo.py
   for bundle in "$out"/*.tcgd-memory; do
-    echo
-    echo "== tcgd-analyze info $bundle"
-    "$build/bin/tcgd-analyze" info "$bundle"
-    echo
-    echo "== tcgd-analyze memory summary $bundle"
-    "$build/bin/tcgd-analyze" memory summary "$bundle"
+    report "$bundle"
   done
 else
   echo "== no GPU or no CUDA-enabled torch here: showing the analyzer on example bundles"
   echo "   recorded on an NVIDIA H200 with tests/gpu/demo.py (docs/examples/, see docs/validation.md)"
   for bundle in docs/examples/*.tcgd-memory; do
-    echo
-    echo "== tcgd-analyze info $bundle"
-    "$build/bin/tcgd-analyze" info "$bundle"
-    echo
-    echo "== tcgd-analyze memory summary $bundle"
-    "$build/bin/tcgd-analyze" memory summary "$bundle"
+    report "$bundle"
   done
 fi

@@ -14,6 +14,7 @@
 #include "collectors/graph/launch_collector.h"
 #include "collectors/points/point_rules.h"
 #include "collectors/torch/bridge_api.h"
+#include "background_thread.h"
 #include "emit.h"
 #include "torch_loader.h"
 
@@ -127,21 +128,7 @@ void* watcherMain(void*) {
   return nullptr;
 }
 
-void startWatcher() {
-  // The watcher must never receive the job's signals (SIGUSR2 included):
-  // it inherits a full mask.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t thread;
-  if (pthread_create(&thread, &attr, watcherMain, nullptr) == 0)
-    pthread_setname_np(thread, "tcgd-points");
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-}
+void startWatcher() { (void)agent::startBackgroundThread(watcherMain, "tcgd-points"); }
 
 void installSigusr2() {
   if (g_sigusr2_installed) return;
