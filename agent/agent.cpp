@@ -352,17 +352,9 @@ bool emit(uint16_t type, RecordClass cls, uint8_t flags, uint64_t a0, uint64_t a
   Channel* ch = g_active.load(std::memory_order_acquire);
   if (ch == nullptr) return false;
   const int saved = errno;
-  channel::Record record;
-  record.type = type;
-  record.cls = static_cast<uint8_t>(cls);
+  channel::Record record =
+      channel::makeRecord(type, cls, currentTid(), channel::monotonicNowNs(), a0, a1, a2, a3, a4);
   record.flags = flags;
-  record.tid = currentTid();
-  record.time_ns = channel::monotonicNowNs();
-  record.a[0] = a0;
-  record.a[1] = a1;
-  record.a[2] = a2;
-  record.a[3] = a3;
-  record.a[4] = a4;
   const bool ok = ch->tryPushRecord(record);
   errno = saved;
   return ok;
@@ -386,21 +378,14 @@ bool emitPoint(const char* name, uint32_t length, channel::PointOrigin origin,
   bool ok = ch->tryPushBlob(channel::BlobKind::kString, name, length, &name_id);
   if (ok) {
     const uint64_t ordinal = g_point_ordinal.fetch_add(1, std::memory_order_relaxed);
-    channel::Record record{};
-    record.type = channel::kRecordPoint;
-    record.cls = static_cast<uint8_t>(RecordClass::kPoint);
-    record.tid = currentTid();
-    record.time_ns = channel::monotonicNowNs();
-    record.a[0] = name_id;
-    record.a[1] = static_cast<uint64_t>(origin);
-    record.a[2] = ordinal;
     // Records dropped so far (all classes): the difference between two
     // points says whether the history between them is complete. Relaxed:
     // a drop racing this point may land on either side of it.
     uint64_t dropped = 0;
     for (const auto& d : ch->header()->drops) dropped += d.load(std::memory_order_relaxed);
-    record.a[3] = dropped;
-    ok = ch->tryPushRecord(record);
+    ok = ch->tryPushRecord(channel::makeRecord(channel::kRecordPoint, RecordClass::kPoint,
+                                               currentTid(), channel::monotonicNowNs(), name_id,
+                                               static_cast<uint64_t>(origin), ordinal, dropped));
     if (ok && ordinal_out != nullptr) *ordinal_out = ordinal;
   } else {
     ch->countDrop(static_cast<uint8_t>(RecordClass::kPoint));  // the point is lost too

@@ -101,14 +101,9 @@ Status pushSessionStart(channel::Channel& channel, const Config& config,
                            std::to_string(texts[i]->size()) +
                            " bytes) does not fit in the payload ring; raise TCGD_PAYLOAD_SLOTS");
   }
-  channel::Record record{};
-  record.type = channel::kRecordSessionStart;
-  record.cls = static_cast<uint8_t>(channel::RecordClass::kControl);
-  record.tid = tid;
-  record.time_ns = channel::monotonicNowNs();
-  record.a[0] = ids[0];
-  record.a[1] = ids[1];
-  record.a[2] = ids[2];
+  const channel::Record record =
+      channel::makeRecord(channel::kRecordSessionStart, channel::RecordClass::kControl, tid,
+                          channel::monotonicNowNs(), ids[0], ids[1], ids[2]);
   for (int waited = 0;; ++waited) {
     if (channel.records().tryPush(&record, sizeof(record))) return Status::ok();
     if (waited >= timeout_ms) return Status::error("the record ring stays full at session start");
@@ -118,13 +113,9 @@ Status pushSessionStart(channel::Channel& channel, const Config& config,
 
 bool pushSessionEnd(channel::Channel& channel, channel::EndReason reason, uint64_t detail,
                     uint32_t tid, int retries) {
-  channel::Record record{};
-  record.type = channel::kRecordSessionEnd;
-  record.cls = static_cast<uint8_t>(channel::RecordClass::kControl);
-  record.tid = tid;
-  record.time_ns = channel::monotonicNowNs();
-  record.a[0] = static_cast<uint64_t>(reason);
-  record.a[1] = detail;
+  const channel::Record record =
+      channel::makeRecord(channel::kRecordSessionEnd, channel::RecordClass::kControl, tid,
+                          channel::monotonicNowNs(), static_cast<uint64_t>(reason), detail);
   bool pushed = false;
   for (int attempt = 0; !pushed; ++attempt) {
     // Not tryPushRecord: a full ring here is waited out, not a drop.

@@ -106,6 +106,13 @@ struct Record {
 static_assert(sizeof(Record) == 56);
 static_assert(std::is_trivially_copyable_v<Record>);
 
+// A record with its header filled (flags 0); the one way records are made.
+inline constexpr Record makeRecord(uint16_t type, RecordClass cls, uint32_t tid, uint64_t time_ns,
+                                   uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0,
+                                   uint64_t a3 = 0, uint64_t a4 = 0) {
+  return Record{type, static_cast<uint8_t>(cls), 0, tid, time_ns, {a0, a1, a2, a3, a4}};
+}
+
 // Blob kinds (payload ring). Part of the format: stored in interned frames.
 enum class BlobKind : uint16_t {
   kString = 0,    // an interned string (names, keys, values)

@@ -29,19 +29,15 @@ std::string testSchema() {
 
 namespace {
 
+Record now(uint16_t type, RecordClass cls, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3 = 0,
+           uint64_t a4 = 0) {
+  return channel::makeRecord(type, cls, static_cast<uint32_t>(gettid()), channel::monotonicNowNs(),
+                             a0, a1, a2, a3, a4);
+}
+
 bool push(Channel& ch, uint16_t type, RecordClass cls, uint64_t a0, uint64_t a1, uint64_t a2,
           uint64_t a3, uint64_t a4) {
-  Record r{};
-  r.type = type;
-  r.cls = static_cast<uint8_t>(cls);
-  r.tid = static_cast<uint32_t>(gettid());
-  r.time_ns = channel::monotonicNowNs();
-  r.a[0] = a0;
-  r.a[1] = a1;
-  r.a[2] = a2;
-  r.a[3] = a3;
-  r.a[4] = a4;
-  return ch.tryPushRecord(r);
+  return ch.tryPushRecord(now(type, cls, a0, a1, a2, a3, a4));
 }
 
 bool pushText(Channel& ch, BlobKind kind, const std::string& text, uint64_t* id) {
@@ -84,14 +80,7 @@ bool pushRecord(Channel& ch, uint16_t type, RecordClass cls, uint64_t a0, uint64
 
 bool pushRecordRetry(Channel& ch, uint16_t type, RecordClass cls, uint64_t a0, uint64_t a1,
                      uint64_t a2) {
-  Record r{};
-  r.type = type;
-  r.cls = static_cast<uint8_t>(cls);
-  r.tid = static_cast<uint32_t>(gettid());
-  r.time_ns = channel::monotonicNowNs();
-  r.a[0] = a0;
-  r.a[1] = a1;
-  r.a[2] = a2;
+  const Record r = now(type, cls, a0, a1, a2);
   // The ring's own push: a full ring is retried, not counted as a drop.
   while (!ch.records().tryPush(&r, sizeof(r))) sched_yield();
   return true;
