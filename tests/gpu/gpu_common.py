@@ -56,3 +56,37 @@ def finish(result_digest, **facts):
     if path:
         with open(path, "w") as f:
             json.dump(truth, f, indent=1)
+
+
+def pool_figures():
+    """Per device, pool and stream figures from torch.cuda.memory._snapshot(),
+    the ground truth that the bundle's snapshot at a point must equal."""
+    devices = {}
+    for seg in torch.cuda.memory._snapshot()["segments"]:
+        pool = "{},{}".format(*seg.get("segment_pool_id", (0, 0)))
+        dev = devices.setdefault(str(seg["device"]), {})
+        entry = dev.setdefault(pool, {"reserved": 0, "allocated": 0, "active": 0, "requested": 0,
+                                      "segments": 0, "streams": {}})
+        stream = entry["streams"].setdefault(str(seg["stream"]), {
+            "reserved": 0, "allocated": 0, "active": 0, "requested": 0, "segments": 0})
+        for target in (entry, stream):
+            target["reserved"] += seg["total_size"]
+            target["allocated"] += seg["allocated_size"]
+            target["active"] += seg["active_size"]
+            target["requested"] += seg["requested_size"]
+            target["segments"] += 1
+    return devices
+
+
+def mem_point(name, **facts):
+    """An explicit point through the tcgd Python module, then, with no
+    allocation in between, PyTorch's own view: the snapshot per pool and
+    stream, and cuMemGetInfo through torch."""
+    import tcgd
+    torch.cuda.synchronize()
+    facts["tcgd_ok"] = tcgd.point(name)
+    pools = pool_figures()
+    free, total = torch.cuda.mem_get_info()
+    facts.update(pools=pools, mem_get_info_free=free, mem_get_info_total=total,
+                 reserved=torch.cuda.memory_reserved(), allocated=torch.cuda.memory_allocated())
+    truth["points"][name] = facts

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+import memory_checks
+
 HERE = Path(__file__).resolve().parent
 MiB = 1 << 20
 LAUNCH_APIS = {"cudaGraphLaunch", "cudaGraphLaunch_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz"}
@@ -66,7 +68,8 @@ class Gate:
         env = dict(os.environ)
         env.pop("LD_PRELOAD", None)
         env["PYTHONUNBUFFERED"] = "1"
-        env["PYTHONPATH"] = str(HERE) + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(HERE), str(HERE.parent.parent / "tools" / "python"), env.get("PYTHONPATH", "")])
         if agent:
             env["LD_PRELOAD"] = str(self.lib)
             env["TCGD_OUTPUT"] = str(case_dir)
@@ -86,14 +89,15 @@ class Gate:
         except ValueError:
             return ""
 
-    def run_case(self, name, argv, check, timeout=300, extra_env=None):
+    def run_case(self, name, argv, check, timeout=300, extra_env=None, agent_env=None):
         case_dir = self.out / name
         shutil.rmtree(case_dir, ignore_errors=True)
         case_dir.mkdir(parents=True)
         cmd = [sys.executable, *argv]
         plain = Run(cmd, self.env(False, extra=extra_env), timeout)
         truth_path = case_dir / "truth.json"
-        traced = Run(cmd, self.env(True, case_dir, truth_path, extra_env), timeout)
+        traced = Run(cmd, self.env(True, case_dir, truth_path, {**(extra_env or {}), **(agent_env or {})}),
+                     timeout)
         (case_dir / "agent.stdout").write_text(traced.stdout)
         (case_dir / "agent.stderr").write_text(traced.stderr)
         (case_dir / "plain.stderr").write_text(plain.stderr)
@@ -122,8 +126,11 @@ class Gate:
             dump = self.analyze_json("dump", "--json", str(bundle))
             records = [json.loads(line) for line in dump.stdout.splitlines() if line.strip()]
             truth = json.loads(truth_path.read_text()) if truth_path.exists() else {}
+            summary = self.analyze_json("memory", "summary", "--json", str(bundle))
+            memory = json.loads(summary.stdout) if summary.returncode == 0 else {}
+            (case_dir / "memory-summary.json").write_text(summary.stdout)
             try:
-                check(Bundle(info, records), truth, expect)
+                check(Bundle(info, records, memory), truth, expect)
             except Exception as e:  # a check that crashes is a failed check
                 expect(False, f"check raised {type(e).__name__}: {e}")
         ok = all(c[0] for c in checks)
@@ -132,9 +139,10 @@ class Gate:
 
 
 class Bundle:
-    def __init__(self, info, records):
+    def __init__(self, info, records, memory=None):
         self.info = info
         self.records = records
+        self.memory = memory or {}
         self.points = {p["name"]: p for p in info.get("points", [])}
 
     def seq(self, point):
@@ -301,6 +309,39 @@ def bench(gate, rounds):
     return res
 
 
+# The automatic points under test: the rules recommended as the default.
+MEMORY_CASE_ENV = {"TCGD_POINTS": "capture,instantiate,exit,oom"}
+
+# The training-step benchmark's configurations: (agent?, extra env, argv mode).
+MEMORY_BENCH = {
+    "none": (False, {}, "plain"),
+    "default": (True, {}, "plain"),
+    "stacks-python": (True, {"TCGD_MEMORY_STACKS": "python"}, "plain"),
+    "torch-history": (False, {}, "torch-history"),
+}
+
+
+def memory_bench(gate, rounds):
+    """Median step time of each configuration, rounds interleaved (the order
+    rotates each round) in one call."""
+    times = {k: [] for k in MEMORY_BENCH}
+    case_dir = gate.out / "memory-bench"
+    case_dir.mkdir(parents=True, exist_ok=True)
+    keys = list(MEMORY_BENCH)
+    for i in range(rounds):
+        for k in keys[i % len(keys):] + keys[:i % len(keys)]:
+            agent, extra, mode = MEMORY_BENCH[k]
+            r = Run([sys.executable, "memory_bench.py", mode], gate.env(agent, case_dir, extra=extra), 600)
+            line = next((ln for ln in r.stdout.splitlines() if ln.startswith("BENCH ")), None)
+            if line:
+                times[k].append(json.loads(line[6:])["step_s"])
+            else:
+                (case_dir / f"{k}-{i}.stderr").write_text(r.stderr)
+    if not times["none"]:
+        return None
+    return {k: statistics.median(v) for k, v in times.items() if v}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -326,7 +367,12 @@ def main():
         if args.only and name not in args.only:
             continue
         gate.run_case(name, argv, check)
+    for name, case, check in memory_checks.CASES:
+        if args.only and name not in args.only:
+            continue
+        gate.run_case(name, ["memory_cases.py", case], check, agent_env=MEMORY_CASE_ENV)
     bench_res = None if args.no_bench else bench(gate, args.bench_rounds)
+    mem_bench = None if args.no_bench else memory_bench(gate, args.bench_rounds)
 
     print("\n== GPU gate details")
     for name, ok, checks, secs in gate.rows:
@@ -340,8 +386,14 @@ def main():
     if bench_res:
         for k, (base, agent, ratio) in bench_res.items():
             print(f"{'bench ' + k:28} {'ratio':8} {ratio:.3f} (agent {agent:.3f}s / none {base:.3f}s)")
+    if mem_bench:
+        base = mem_bench["none"]
+        for k in ("default", "stacks-python", "torch-history"):
+            if k in mem_bench:
+                print(f"{'bench step ' + k:28} {'ratio':8} {mem_bench[k] / base:.3f} "
+                      f"({mem_bench[k] * 1e3:.2f} ms / none {base * 1e3:.2f} ms)")
     summary = {"cases": [{"name": n, "ok": ok, "checks": [[g, w] for g, w in c]} for n, ok, c, _ in gate.rows],
-               "bench": bench_res}
+               "bench": bench_res, "memory_bench": mem_bench}
     (gate.out / "summary.json").write_text(json.dumps(summary, indent=1))
     return 0 if all(r[1] for r in gate.rows) else 1
 

@@ -1,0 +1,195 @@
+"""Checks of the memory collection gate (memory_cases.py): the bundle's
+allocator snapshot at every explicit point against torch's own snapshot taken
+right after it, CUDA used against torch.cuda.mem_get_info(), and what each
+case is about. `b` is run_gate.Bundle (info, records, memory summary JSON)."""
+
+MiB = 1 << 20
+FIELDS = ("reserved", "allocated", "active", "requested", "segments")
+LAUNCH_APIS = {"cudaGraphLaunch", "cudaGraphLaunch_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz"}
+
+
+def mib(n):
+    return f"{n / MiB:.2f} MiB"
+
+
+def summary_point(b, name):
+    for p in b.memory.get("points", []):
+        if p["name"] == name:
+            return p
+    return None
+
+
+def summary_device(point, device=0):
+    for d in point.get("devices", []):
+        if d["device"] == device:
+            return d
+    return None
+
+
+def bundle_pools(dev):
+    pools = {}
+    for pool in dev.get("pools", []):
+        key = "{},{}".format(*pool["pool"])
+        pools[key] = {f: pool[f] for f in FIELDS}
+        pools[key]["streams"] = {str(s["stream"]): {f: s[f] for f in FIELDS}
+                                 for s in pool.get("streams", [])}
+    return pools
+
+
+def truth_pools(tpoint, device="0"):
+    return tpoint["pools"].get(device, {})
+
+
+def graph_allocated(pools):
+    return sum(p["allocated"] for k, p in pools.items() if k.split(",")[0] != "0")
+
+
+def check_points_match(b, truth, expect):
+    """Per pool and stream, every figure equal at every explicit point; CUDA
+    used equal to mem_get_info; history complete after the first interval."""
+    names = list(truth["points"])
+    for i, name in enumerate(names):
+        t = truth["points"][name]
+        p = summary_point(b, name)
+        if p is None:
+            expect(False, f"{name}: point in the bundle")
+            continue
+        expect(t.get("tcgd_ok") is True, f"{name}: tcgd.point returned True")
+        expect(p["snapshot"] == "taken", f"{name}: snapshot {p['snapshot']}")
+        dev = summary_device(p)
+        if dev is None:
+            expect(False, f"{name}: device 0 in the summary")
+            continue
+        mine, theirs = bundle_pools(dev), truth_pools(t)
+        diffs = []
+        for key in sorted(set(mine) | set(theirs)):
+            a, z = mine.get(key), theirs.get(key)
+            if a is None or z is None:
+                diffs.append(f"pool {key} only in {'torch' if a is None else 'bundle'}")
+                continue
+            diffs += [f"pool {key} {f}: bundle {a[f]} torch {z[f]}" for f in FIELDS if a[f] != z[f]]
+            for s in sorted(set(a["streams"]) | set(z["streams"])):
+                sa, sz = a["streams"].get(s), z["streams"].get(s)
+                if sa is None or sz is None or any(sa[f] != sz[f] for f in FIELDS):
+                    diffs.append(f"pool {key} stream {s}: bundle {sa} torch {sz}")
+        summary = ", ".join(f"{k}: {mib(v['reserved'])}/{mib(v['allocated'])}" for k, v in sorted(mine.items()))
+        expect(not diffs, f"{name}: {len(mine)} pools (reserved/allocated {summary}) equal torch's snapshot"
+               + (f"; differs: {'; '.join(diffs[:4])}" if diffs else ""))
+        used = t["mem_get_info_total"] - t["mem_get_info_free"]
+        src = dev.get("cuda_used_from", {}).get("api")
+        expect(dev.get("cuda_used") == used and src == "point_device_memory",
+               f"{name}: CUDA used {mib(dev.get('cuda_used') or 0)} ({src}) == mem_get_info {mib(used)}")
+        if i > 0:
+            expect(p["history"] == "complete", f"{name}: history of the interval {p['history']}")
+
+
+def auto_points(b):
+    return [p["name"] for p in b.info.get("points", [])]
+
+
+def check_auto_points(b, expect, captures):
+    names = auto_points(b)
+    for n in range(1, captures + 1):
+        for prefix in ("capture-begin", "capture-end", "instantiate"):
+            expect(f"{prefix}/{n}" in names, f"automatic point {prefix}/{n}")
+    exit_point = summary_point(b, "exit")
+    expect(exit_point is not None and names and names[-1] == "exit",
+           "automatic point exit is the last point")
+    if exit_point is not None:
+        expect(exit_point["snapshot"] == "taken", f"exit: snapshot {exit_point['snapshot']}")
+    for name in names:
+        if name.startswith(("capture-end", "instantiate")):
+            p = summary_point(b, name)
+            expect(p is not None and p["snapshot"] == "taken",
+                   f"{name}: snapshot {p['snapshot'] if p else 'none'}")
+
+
+def check_quickstart(b, truth, expect):
+    check_points_match(b, truth, expect)
+    pts = {n: bundle_pools(summary_device(summary_point(b, n)) or {})
+           for n in ("before_capture", "after_capture")}
+    growth = graph_allocated(pts["after_capture"]) - graph_allocated(pts["before_capture"])
+    expect(growth == truth["graph_bytes"],
+           f"graph-private pool allocated grew {mib(growth)} == {mib(truth['graph_bytes'])}")
+    check_auto_points(b, expect, 1)
+
+
+def check_transformer(b, truth, expect):
+    check_points_match(b, truth, expect)
+    launches = [r for r in b.between("after_capture", "after_replays") if r.get("api") in LAUNCH_APIS]
+    expect(len(launches) == truth["replays"], f"{len(launches)} graph launches == {truth['replays']}")
+    names = auto_points(b)
+    expect("capture/begin" in names and "capture/end" in names, "tcgd.phase points capture/begin, /end")
+    pools = bundle_pools(summary_device(summary_point(b, "after_capture")))
+    expect(graph_allocated(pools) > 0, f"graph-private pool holds the step's memory "
+           f"({mib(graph_allocated(pools))} allocated)")
+    check_auto_points(b, expect, 1)
+
+
+def check_compile(b, truth, expect):
+    check_points_match(b, truth, expect)
+    pools = bundle_pools(summary_device(summary_point(b, "after_steps")))
+    graph = [k for k in pools if k.split(",")[0] != "0"]
+    expect(graph, f"cudagraph trees' private pool in the bundle ({graph})")
+    launches = [r for r in b.between("after_first_call", "after_steps") if r.get("api") in LAUNCH_APIS]
+    expect(len(launches) >= 8, f"{len(launches)} graph launches for 8 calls")
+
+
+def check_two_streams(b, truth, expect):
+    check_points_match(b, truth, expect)
+    side = str(truth["points"]["allocated"]["side_stream"])
+    pools = bundle_pools(summary_device(summary_point(b, "allocated")))
+    side_reserved = pools.get("0,0", {}).get("streams", {}).get(side, {}).get("reserved", 0)
+    expect(side_reserved >= 24 * MiB, f"side stream {side} holds {mib(side_reserved)} (>= 24 MiB)")
+
+
+def check_dataloader(b, truth, expect):
+    check_points_match(b, truth, expect)
+    expect(truth["batches"] == 16, f"{truth['batches']} batches")
+
+
+def check_oom(b, truth, expect):
+    check_points_match(b, truth, expect)
+    expect(truth["caught"], "the job caught torch.cuda.OutOfMemoryError")
+    oom = [r for r in b.records if r.get("type") in ("allocator_oom", "allocator_oom_observed")]
+    expect(len(oom) >= 2, f"OOM trace entry and observer call recorded ({len(oom)})")
+    expect("oom" in auto_points(b), "automatic point oom")
+
+
+def check_failed_capture(b, truth, expect):
+    check_points_match(b, truth, expect)
+    expect(truth["failed"], "the capture failed")
+    pools = bundle_pools(summary_device(summary_point(b, "after_failed_capture")))
+    leaked = {k: v for k, v in pools.items() if k.split(",")[0] != "0" and v["reserved"] > 0}
+    expect(leaked and all(v["allocated"] == 0 for v in leaked.values()),
+           "the failed capture's private pool stays reserved with nothing allocated: "
+           + ", ".join(f"{k} {mib(v['reserved'])}" for k, v in leaked.items()))
+
+
+def check_nccl(b, truth, expect):
+    check_points_match(b, truth, expect)
+    expect(truth["allreduce_correct"], "all_reduce result correct")
+    dev = summary_device(summary_point(b, "after_allreduce"))
+    split = dev.get("residual_split") or {}
+    by_lib = split.get("outside_allocator", {}).get("by_library", {})
+    nccl = sum(v for k, v in by_lib.items() if "nccl" in k.lower())
+    expect(nccl > 0, f"residual under NCCL {mib(nccl)}; split {by_lib}, rest {split.get('rest')}")
+    before = summary_device(summary_point(b, "before_nccl"))
+    before_lib = (before.get("residual_split") or {}).get("outside_allocator", {}).get("by_library", {})
+    grew = nccl - sum(v for k, v in before_lib.items() if "nccl" in k.lower())
+    used = (truth["points"]["before_nccl"]["mem_get_info_free"]
+            - truth["points"]["after_allreduce"]["mem_get_info_free"])
+    expect(0 < grew <= used, f"NCCL's {mib(grew)} within the {mib(used)} cuMemGetInfo grew by")
+
+
+CASES = [
+    ("mem-quickstart", "quickstart", check_quickstart),
+    ("mem-expandable", "expandable", check_quickstart),
+    ("mem-transformer", "transformer", check_transformer),
+    ("mem-compile", "compile", check_compile),
+    ("mem-two-streams", "two-streams", check_two_streams),
+    ("mem-dataloader", "dataloader", check_dataloader),
+    ("mem-oom", "oom", check_oom),
+    ("mem-failed-capture", "failed-capture", check_failed_capture),
+    ("mem-nccl", "nccl", check_nccl),
+]
