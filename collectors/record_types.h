@@ -16,10 +16,59 @@ inline constexpr uint16_t kRecordKernelName = 1280;
 // (the release's record type), a2 result:u32. The release did not happen.
 inline constexpr uint16_t kRecordReleaseFailed = 1281;
 
-// What the driver reported for the calling thread's current device at a
-// point (cuMemGetInfo_v2 through the real table, right after the point
-// record): a0 ordinal:u64 (the point's), a1 free:u64, a2 total:u64,
+// What the driver reported for one device at a point (cuMemGetInfo_v2
+// through the real table, right after the point record; one record per
+// device with an active primary context, collectors/memory/point_memory.cpp):
+// a0 ordinal:u64 (the point's), a1 free:u64, a2 total:u64,
 // a3 "result:u32,device:i32".
 inline constexpr uint16_t kRecordPointDeviceMemory = 1282;
+
+// Graph inventory at capture end (collectors/graph/graph_inventory.h,
+// docs/graphs.md). Node records of one graph come first, the summary last.
+// Summary: a0 graph:hex, a1 stream:hex (the capture's),
+// a2 "nodes:u32,examined:u16,truncated:u8,status:u8" (nodes: all the graph
+// has; examined: at most kGraphInventoryMaxNodes; status:
+// GraphInventoryStatus), a3 "kernel:u16,memcpy:u16,memset:u16,host:u16",
+// a4 "child_graph:u16,empty:u16,mem_alloc:u16,mem_free:u16" (counts of examined
+// nodes).
+inline constexpr uint16_t kRecordGraphInventory = 1283;
+// One kernel node: a0 graph:hex, a1 "kernel_index:u16,node_index:u16,
+// shared_mem:u32" (kernel_index counts kernel nodes only; node_index is the
+// cuGraphGetNodes position), a2 function:hex (named by a kernel_name record),
+// a3 "grid_x:u32,grid_y:u16,grid_z:u16", a4 "block_x:u16,block_y:u16,
+// block_z:u16,result:u16" (result of cuGraphKernelNodeGetParams). Flags
+// "kern:bool": the function is the node's CUkernel, not its CUfunction.
+inline constexpr uint16_t kRecordGraphKernelNode = 1284;
+// One memory node: a0 graph:hex, a1 "node_index:u32,kind:u8"
+// (GraphMemNodeKind: 1 alloc, 2 free), a2 ptr:hex, a3 size:u64 (alloc only),
+// a4 "device:i32,result:u32" (device: the alloc's location, -1 if not a
+// device or a free).
+inline constexpr uint16_t kRecordGraphMemNode = 1285;
+// Every node type's count (u16 each, CUgraphNodeType order): a0 graph:hex,
+// a1 types 0..3, a2 types 4..7, a3 types 8..11, a4
+// "batch_mem_op:u16,conditional:u16,other:u16".
+inline constexpr uint16_t kRecordGraphNodeTypes = 1286;
+
+// Device memory used by other processes at a point, from NVML (optional,
+// collectors/memory/nvml_probe.h): a0 ordinal:u64, a1 device:i32, a2 bytes:u64
+// (summed over the other processes NVML lists), a3 "processes:u32,process_flags:u32"
+// (process_flags: kOtherProcessesSelfSeen, kOtherProcessesSizeUnknown), a4
+// "status:u32,nvml_result:u32" (OtherProcessesStatus; NVML's return code).
+inline constexpr uint16_t kRecordPointOtherProcesses = 1287;
+
+// kRecordPointOtherProcesses statuses. Never renumber: stored in bundles.
+enum class OtherProcessesStatus : uint32_t {
+  kOk = 0,
+  kNvmlUnavailable = 1,  // libnvidia-ml.so.1 absent, or nvmlInit_v2 failed
+  kDeviceNotFound = 2,   // no NVML device with the CUDA device's UUID
+  kNotSupported = 3,     // NVML_ERROR_NOT_SUPPORTED, or no process query entry point
+  kError = 4,            // another NVML error: nvml_result says which
+};
+// This process was in NVML's list (and left out). Not set: it was not found
+// (another PID namespace), so `bytes` may include this process.
+inline constexpr uint32_t kOtherProcessesSelfSeen = 1;
+// NVML did not know the usage of some process (NVML_VALUE_NOT_AVAILABLE);
+// those are counted in `processes` but not in `bytes`.
+inline constexpr uint32_t kOtherProcessesSizeUnknown = 2;
 
 }  // namespace tcgd::collectors

@@ -59,10 +59,29 @@ enum class Helper : size_t {
   kKernelGetName,
   kFuncGetName,
   kDriverGetVersion,
+  kDeviceGetCount,
+  kDeviceGet,
+  kDeviceGetUuid,
+  kPrimaryCtxGetState,
+  kPrimaryCtxRetain,
+  kPrimaryCtxRelease,
+  kCtxPushCurrent,
+  kCtxPopCurrent,
   kCount
 };
-constexpr const char* kHelperNames[] = {"cuCtxGetDevice", "cuStreamIsCapturing", "cuKernelGetName",
-                                        "cuFuncGetName", "cuDriverGetVersion"};
+constexpr const char* kHelperNames[] = {"cuCtxGetDevice",
+                                        "cuStreamIsCapturing",
+                                        "cuKernelGetName",
+                                        "cuFuncGetName",
+                                        "cuDriverGetVersion",
+                                        "cuDeviceGetCount",
+                                        "cuDeviceGet",
+                                        "cuDeviceGetUuid_v2",
+                                        "cuDevicePrimaryCtxGetState",
+                                        "cuDevicePrimaryCtxRetain",
+                                        "cuDevicePrimaryCtxRelease_v2",
+                                        "cuCtxPushCurrent_v2",
+                                        "cuCtxPopCurrent_v2"};
 static_assert(std::size(kHelperNames) == static_cast<size_t>(Helper::kCount));
 constinit std::atomic<void*> g_helpers[static_cast<size_t>(Helper::kCount)] = {};
 
@@ -141,6 +160,49 @@ CUresult realFuncGetName(const char** name, CUfunction function) {
   auto fn = reinterpret_cast<CUresult (*)(const char**, CUfunction)>(
       helperFunction(Helper::kFuncGetName));
   return fn != nullptr ? fn(name, function) : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult realDeviceGetCount(int* count) {
+  auto fn = reinterpret_cast<CUresult (*)(int*)>(helperFunction(Helper::kDeviceGetCount));
+  return fn != nullptr ? fn(count) : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult realDeviceGet(CUdevice* device, int ordinal) {
+  auto fn = reinterpret_cast<CUresult (*)(CUdevice*, int)>(helperFunction(Helper::kDeviceGet));
+  return fn != nullptr ? fn(device, ordinal) : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult realDeviceGetUuid(CUuuid* uuid, CUdevice device) {
+  auto fn =
+      reinterpret_cast<CUresult (*)(CUuuid*, CUdevice)>(helperFunction(Helper::kDeviceGetUuid));
+  return fn != nullptr ? fn(uuid, device) : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult realDevicePrimaryCtxGetState(CUdevice device, unsigned int* flags, int* active) {
+  auto fn = reinterpret_cast<CUresult (*)(CUdevice, unsigned int*, int*)>(
+      helperFunction(Helper::kPrimaryCtxGetState));
+  return fn != nullptr ? fn(device, flags, active) : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult realDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
+  auto fn = reinterpret_cast<CUresult (*)(CUcontext*, CUdevice)>(
+      helperFunction(Helper::kPrimaryCtxRetain));
+  return fn != nullptr ? fn(context, device) : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult realDevicePrimaryCtxRelease(CUdevice device) {
+  auto fn = reinterpret_cast<CUresult (*)(CUdevice)>(helperFunction(Helper::kPrimaryCtxRelease));
+  return fn != nullptr ? fn(device) : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult realCtxPushCurrent(CUcontext context) {
+  auto fn = reinterpret_cast<CUresult (*)(CUcontext)>(helperFunction(Helper::kCtxPushCurrent));
+  return fn != nullptr ? fn(context) : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult realCtxPopCurrent(CUcontext* context) {
+  auto fn = reinterpret_cast<CUresult (*)(CUcontext*)>(helperFunction(Helper::kCtxPopCurrent));
+  return fn != nullptr ? fn(context) : CUDA_ERROR_NOT_FOUND;
 }
 
 int driverVersion() {

@@ -49,6 +49,16 @@ CUresult realCtxGetDevice(CUdevice* device);
 CUresult realStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status);
 CUresult realKernelGetName(const char** name, CUkernel kernel);
 CUresult realFuncGetName(const char** name, CUfunction function);
+// For the point-time memory measurement of every device with an active
+// primary context (collectors/memory/point_memory.cpp).
+CUresult realDeviceGetCount(int* count);
+CUresult realDeviceGet(CUdevice* device, int ordinal);
+CUresult realDeviceGetUuid(CUuuid* uuid, CUdevice device);  // cuDeviceGetUuid_v2
+CUresult realDevicePrimaryCtxGetState(CUdevice device, unsigned int* flags, int* active);
+CUresult realDevicePrimaryCtxRetain(CUcontext* context, CUdevice device);
+CUresult realDevicePrimaryCtxRelease(CUdevice device);  // cuDevicePrimaryCtxRelease_v2
+CUresult realCtxPushCurrent(CUcontext context);          // cuCtxPushCurrent_v2
+CUresult realCtxPopCurrent(CUcontext* context);          // cuCtxPopCurrent_v2
 
 // cuDriverGetVersion through the real table, cached; 0 when unknown.
 int driverVersion();

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "collectors/driver_info.h"
+#include "collectors/graph/graph_inventory.h"  // hooks.def: inventory at capture end
 #include "collectors/memory/driver_memory.h"
 #include "collectors/points/points.h"  // automatic points in hooks.def's post actions
 #include "emit.h"

@@ -82,4 +82,12 @@ if [[ -z "$version" || "$version" -lt 12000 ]]; then
   say "found $cuda_include/cuda.h with CUDA_VERSION=${version:-unknown}; tcgd needs 12.0 or newer (13.x tested)"
   exit 1
 fi
-say "ok: packages present; CUDA headers $cuda_include (CUDA_VERSION $version)"
+# NVTX v3 (header-only, nvtx3/nvToolsExt.h): part of the CUDA toolkit since
+# 10.0 (NVIDIA's package cuda-nvtx-13-0). The NVTX points
+# (collectors/points/nvtx_injection.cpp) and their test build with it.
+if [[ ! -f "$cuda_include/nvtx3/nvToolsExt.h" && ! -f /usr/include/nvtx3/nvToolsExt.h ]]; then
+  say "NVTX v3 headers (nvtx3/nvToolsExt.h) not found in $cuda_include or /usr/include."
+  say "Install the toolkit's NVTX component (cuda-nvtx-13-0 from NVIDIA's apt repository), then run this script again."
+  exit 1
+fi
+say "ok: packages present; CUDA headers $cuda_include (CUDA_VERSION $version), NVTX v3 headers"

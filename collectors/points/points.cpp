@@ -12,6 +12,7 @@
 
 #include "agent.h"
 #include "collectors/graph/launch_collector.h"
+#include "collectors/points/nvtx_points.h"
 #include "collectors/points/point_rules.h"
 #include "collectors/torch/bridge_api.h"
 #include "background_thread.h"
@@ -177,6 +178,7 @@ bool doStart() {
     pthread_atfork(nullptr, nullptr, onForkChild);
   }
   if (rules.signal) installSigusr2();
+  if (rules.nvtx()) nvtx::arm(&g_rules);
   if (rules.needsWatcher()) startWatcher();
   return true;
 }
@@ -194,6 +196,14 @@ bool ensureStarted() {
   // release: pairs with the acquire above; g_rules is complete before kOn.
   g_phase.store(on ? kOn : kOff, std::memory_order_release);
   return on;
+}
+
+const PointRules* rulesInForce() {
+  return g_phase.load(std::memory_order_acquire) == kOn ? &g_rules : nullptr;
+}
+
+void deferSnapshot(uint64_t ordinal) {
+  g_pending_snapshot.store(ordinal + 1, std::memory_order_relaxed);
 }
 
 int captureBegan(uint64_t stream, int result) {

@@ -25,4 +25,14 @@ int graphLaunched(int result);
 // Returns true when the rules are in force.
 bool ensureStarted();
 
+struct PointRules;
+
+// The rules in force, or nullptr before ensureStarted() returned true.
+const PointRules* rulesInForce();
+
+// Hands the allocator snapshot of point `ordinal` to the watcher (as for the
+// points made inside driver hooks): for points made where a snapshot is not
+// safe right away (the NVTX points made during a stream capture).
+void deferSnapshot(uint64_t ordinal);
+
 }  // namespace tcgd::collectors::points

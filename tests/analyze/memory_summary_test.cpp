@@ -221,6 +221,9 @@ TEST_F(MemorySummary, SyntheticSnapshotsGiveExactFiguresPerPointPoolAndStream) {
   EXPECT_EQ(d0["cuda_used"].asU64(), 45 * kMiB);
   EXPECT_EQ(d0["cuda_used_from"]["seq"].asU64(), 5u);
   EXPECT_EQ(d0["residual"].asI64(), static_cast<int64_t>(5 * kMiB));
+  EXPECT_EQ(d0["residual_split"]["outside_allocator"]["total"].asU64(), 0u);
+  EXPECT_TRUE(d0["residual_split"]["other_processes"].isNull());
+  EXPECT_EQ(d0["residual_split"]["rest"].asI64(), static_cast<int64_t>(5 * kMiB));
   expectFigures(d0["allocator"], 40 * kMiB, 37 * kMiB, 3, 5);
   const JsonValue& pools = d0["pools"];
   ASSERT_EQ(pools.size(), 2u);
@@ -243,7 +246,7 @@ TEST_F(MemorySummary, SyntheticSnapshotsGiveExactFiguresPerPointPoolAndStream) {
   const ToolResult one = runAnalyze({"memory", "summary", path, "--point", "step"});
   ASSERT_EQ(one.exit_code, 0) << one.err;
   const std::vector<std::string> lines = splitLines(one.out);
-  ASSERT_GE(lines.size(), 10u) << one.out;
+  ASSERT_GE(lines.size(), 13u) << one.out;
   EXPECT_NE(lines[0].find("\"step\""), std::string::npos) << one.out;
   EXPECT_EQ(one.out.find("warmup"), std::string::npos) << one.out;
   // The point record's drops_before: 7 records were lost in this interval.
@@ -252,11 +255,16 @@ TEST_F(MemorySummary, SyntheticSnapshotsGiveExactFiguresPerPointPoolAndStream) {
   EXPECT_EQ(lines[2], "  device 0");
   EXPECT_NE(lines[3].find("CUDA used   45 MiB of 80 GiB (cuMemGetInfo_v2, seq 5)"), std::string::npos);
   EXPECT_NE(lines[4].find("residual    5 MiB"), std::string::npos);
-  EXPECT_NE(lines[5].find("allocator   reserved 40 MiB, allocated 37 MiB"), std::string::npos);
-  EXPECT_NE(lines[6].find("pool default (0,0): reserved 22 MiB"), std::string::npos);
-  EXPECT_NE(lines[7].find("stream 0x0: reserved 2 MiB"), std::string::npos);
-  EXPECT_NE(lines[8].find("stream 0x7: reserved 20 MiB"), std::string::npos);
-  EXPECT_NE(lines[9].find("pool graph-private (1,0): reserved 18 MiB, allocated 16 MiB"), std::string::npos);
+  // The residual's split (memory_residual_test.cpp checks its arithmetic):
+  // this bundle has no driver allocation records and no NVML record.
+  EXPECT_EQ(lines[5], "      outside the allocator  0 B (no driver allocation records in the bundle)");
+  EXPECT_NE(lines[6].find("other processes        not measured"), std::string::npos) << lines[6];
+  EXPECT_NE(lines[7].find("rest                   5 MiB"), std::string::npos) << lines[7];
+  EXPECT_NE(lines[8].find("allocator   reserved 40 MiB, allocated 37 MiB"), std::string::npos);
+  EXPECT_NE(lines[9].find("pool default (0,0): reserved 22 MiB"), std::string::npos);
+  EXPECT_NE(lines[10].find("stream 0x0: reserved 2 MiB"), std::string::npos);
+  EXPECT_NE(lines[11].find("stream 0x7: reserved 20 MiB"), std::string::npos);
+  EXPECT_NE(lines[12].find("pool graph-private (1,0): reserved 18 MiB, allocated 16 MiB"), std::string::npos);
 }
 
 // The committed H200 recording: a CUDA-graph capture between the points.

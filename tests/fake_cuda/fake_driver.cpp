@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string_view>
 
 #include "fake_cuda.h"
@@ -108,6 +109,31 @@ int driverVersion() {
   return version;
 }
 
+int deviceCount() {
+  static const int count = [] {
+    const char* env = std::getenv("FAKE_CUDA_DEVICES");
+    const int n = env != nullptr ? std::atoi(env) : 1;
+    return n < 1 ? 1 : (n > kMaxDevices ? kMaxDevices : n);
+  }();
+  return count;
+}
+
+namespace {
+// A primary context is its device's slot; the handle is its address.
+struct Context {
+  int device;
+};
+Context g_contexts[kMaxDevices] = {{0}, {1}, {2}, {3}};
+std::atomic<int> g_retains[kMaxDevices];
+// The thread's pushed contexts; empty means device 0's (the fake's default).
+thread_local int t_stack[16];
+thread_local int t_depth = 0;
+
+bool validDevice(CUdevice dev) { return dev >= 0 && dev < deviceCount(); }
+}  // namespace
+
+int currentDevice() { return t_depth == 0 ? 0 : t_stack[t_depth - 1]; }
+
 bool isKernel(const void* handle) {
   return handle != nullptr && static_cast<const Kernel*>(handle)->magic == Magic::kKernel;
 }
@@ -133,8 +159,8 @@ FAKE_EXPORT CUresult cuDriverGetVersion(int* version) {
 FAKE_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
   FAKE_ENTER(cuDeviceGet);
   if (!fake::initialized()) FAKE_RETURN(cuDeviceGet, CUDA_ERROR_NOT_INITIALIZED);
-  if (device == nullptr || ordinal != 0) FAKE_RETURN(cuDeviceGet, CUDA_ERROR_INVALID_DEVICE);
-  *device = 0;
+  if (device == nullptr || !fake::validDevice(ordinal)) FAKE_RETURN(cuDeviceGet, CUDA_ERROR_INVALID_DEVICE);
+  *device = ordinal;
   FAKE_RETURN(cuDeviceGet, CUDA_SUCCESS);
 }
 
@@ -142,15 +168,15 @@ FAKE_EXPORT CUresult cuDeviceGetCount(int* count) {
   FAKE_ENTER(cuDeviceGetCount);
   if (!fake::initialized()) FAKE_RETURN(cuDeviceGetCount, CUDA_ERROR_NOT_INITIALIZED);
   if (count == nullptr) FAKE_RETURN(cuDeviceGetCount, CUDA_ERROR_INVALID_VALUE);
-  *count = 1;
+  *count = fake::deviceCount();
   FAKE_RETURN(cuDeviceGetCount, CUDA_SUCCESS);
 }
 
-// One fake device, described like an H200 so provenance has something to say.
+// FAKE_CUDA_DEVICES fake devices, described like an H200 so provenance has something to say.
 FAKE_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   FAKE_ENTER(cuDeviceGetName);
   if (!fake::initialized()) FAKE_RETURN(cuDeviceGetName, CUDA_ERROR_NOT_INITIALIZED);
-  if (name == nullptr || len <= 0 || dev != 0) FAKE_RETURN(cuDeviceGetName, CUDA_ERROR_INVALID_VALUE);
+  if (name == nullptr || len <= 0 || !fake::validDevice(dev)) FAKE_RETURN(cuDeviceGetName, CUDA_ERROR_INVALID_VALUE);
   std::snprintf(name, static_cast<size_t>(len), "%s", "Fake CUDA Device");
   FAKE_RETURN(cuDeviceGetName, CUDA_SUCCESS);
 }
@@ -158,7 +184,7 @@ FAKE_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
 FAKE_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice dev) {
   FAKE_ENTER(cuDeviceGetAttribute);
   if (!fake::initialized()) FAKE_RETURN(cuDeviceGetAttribute, CUDA_ERROR_NOT_INITIALIZED);
-  if (value == nullptr || dev != 0) FAKE_RETURN(cuDeviceGetAttribute, CUDA_ERROR_INVALID_VALUE);
+  if (value == nullptr || !fake::validDevice(dev)) FAKE_RETURN(cuDeviceGetAttribute, CUDA_ERROR_INVALID_VALUE);
   switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
@@ -170,7 +196,7 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribu
 FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   FAKE_ENTER(cuDeviceTotalMem_v2);
   if (!fake::initialized()) FAKE_RETURN(cuDeviceTotalMem_v2, CUDA_ERROR_NOT_INITIALIZED);
-  if (bytes == nullptr || dev != 0) FAKE_RETURN(cuDeviceTotalMem_v2, CUDA_ERROR_INVALID_VALUE);
+  if (bytes == nullptr || !fake::validDevice(dev)) FAKE_RETURN(cuDeviceTotalMem_v2, CUDA_ERROR_INVALID_VALUE);
   *bytes = size_t{80} << 30;
   FAKE_RETURN(cuDeviceTotalMem_v2, CUDA_SUCCESS);
 }
@@ -178,7 +204,7 @@ FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
 FAKE_EXPORT CUresult cuDeviceGetPCIBusId(char* id, int len, CUdevice dev) {
   FAKE_ENTER(cuDeviceGetPCIBusId);
   if (!fake::initialized()) FAKE_RETURN(cuDeviceGetPCIBusId, CUDA_ERROR_NOT_INITIALIZED);
-  if (id == nullptr || len <= 0 || dev != 0) FAKE_RETURN(cuDeviceGetPCIBusId, CUDA_ERROR_INVALID_VALUE);
+  if (id == nullptr || len <= 0 || !fake::validDevice(dev)) FAKE_RETURN(cuDeviceGetPCIBusId, CUDA_ERROR_INVALID_VALUE);
   std::snprintf(id, static_cast<size_t>(len), "%s", "00000000:1B:00.0");
   FAKE_RETURN(cuDeviceGetPCIBusId, CUDA_SUCCESS);
 }
@@ -186,8 +212,8 @@ FAKE_EXPORT CUresult cuDeviceGetPCIBusId(char* id, int len, CUdevice dev) {
 FAKE_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
   FAKE_ENTER(cuDeviceGetUuid_v2);
   if (!fake::initialized()) FAKE_RETURN(cuDeviceGetUuid_v2, CUDA_ERROR_NOT_INITIALIZED);
-  if (uuid == nullptr || dev != 0) FAKE_RETURN(cuDeviceGetUuid_v2, CUDA_ERROR_INVALID_VALUE);
-  for (int i = 0; i < 16; ++i) uuid->bytes[i] = static_cast<char>(0x10 + i);
+  if (uuid == nullptr || !fake::validDevice(dev)) FAKE_RETURN(cuDeviceGetUuid_v2, CUDA_ERROR_INVALID_VALUE);
+  for (int i = 0; i < 16; ++i) uuid->bytes[i] = static_cast<char>(0x10 + i + 0x20 * dev);
   FAKE_RETURN(cuDeviceGetUuid_v2, CUDA_SUCCESS);
 }
 
@@ -195,8 +221,60 @@ FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
   FAKE_ENTER(cuCtxGetDevice);
   if (!fake::initialized()) FAKE_RETURN(cuCtxGetDevice, CUDA_ERROR_NOT_INITIALIZED);
   if (device == nullptr) FAKE_RETURN(cuCtxGetDevice, CUDA_ERROR_INVALID_VALUE);
-  *device = 0;
+  *device = fake::currentDevice();
   FAKE_RETURN(cuCtxGetDevice, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  FAKE_ENTER(cuDevicePrimaryCtxGetState);
+  if (!fake::initialized()) FAKE_RETURN(cuDevicePrimaryCtxGetState, CUDA_ERROR_NOT_INITIALIZED);
+  if (flags == nullptr || active == nullptr) FAKE_RETURN(cuDevicePrimaryCtxGetState, CUDA_ERROR_INVALID_VALUE);
+  if (!fake::validDevice(dev)) FAKE_RETURN(cuDevicePrimaryCtxGetState, CUDA_ERROR_INVALID_DEVICE);
+  *flags = 0;
+  *active = dev == 0 || fake::g_retains[dev].load() > 0 ? 1 : 0;
+  FAKE_RETURN(cuDevicePrimaryCtxGetState, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice dev) {
+  FAKE_ENTER(cuDevicePrimaryCtxRetain);
+  if (!fake::initialized()) FAKE_RETURN(cuDevicePrimaryCtxRetain, CUDA_ERROR_NOT_INITIALIZED);
+  if (context == nullptr) FAKE_RETURN(cuDevicePrimaryCtxRetain, CUDA_ERROR_INVALID_VALUE);
+  if (!fake::validDevice(dev)) FAKE_RETURN(cuDevicePrimaryCtxRetain, CUDA_ERROR_INVALID_DEVICE);
+  fake::g_retains[dev].fetch_add(1);
+  *context = reinterpret_cast<CUcontext>(&fake::g_contexts[dev]);
+  FAKE_RETURN(cuDevicePrimaryCtxRetain, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  FAKE_ENTER(cuDevicePrimaryCtxRelease_v2);
+  if (!fake::initialized()) FAKE_RETURN(cuDevicePrimaryCtxRelease_v2, CUDA_ERROR_NOT_INITIALIZED);
+  if (!fake::validDevice(dev)) FAKE_RETURN(cuDevicePrimaryCtxRelease_v2, CUDA_ERROR_INVALID_DEVICE);
+  if (fake::g_retains[dev].fetch_sub(1) <= 0) {
+    fake::g_retains[dev].fetch_add(1);
+    FAKE_RETURN(cuDevicePrimaryCtxRelease_v2, CUDA_ERROR_INVALID_CONTEXT);
+  }
+  FAKE_RETURN(cuDevicePrimaryCtxRelease_v2, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext context) {
+  FAKE_ENTER(cuCtxPushCurrent_v2);
+  if (!fake::initialized()) FAKE_RETURN(cuCtxPushCurrent_v2, CUDA_ERROR_NOT_INITIALIZED);
+  const auto* ctx = reinterpret_cast<const fake::Context*>(context);
+  if (ctx < fake::g_contexts || ctx >= fake::g_contexts + fake::deviceCount() ||
+      fake::t_depth == static_cast<int>(std::size(fake::t_stack))) {
+    FAKE_RETURN(cuCtxPushCurrent_v2, CUDA_ERROR_INVALID_CONTEXT);
+  }
+  fake::t_stack[fake::t_depth++] = ctx->device;
+  FAKE_RETURN(cuCtxPushCurrent_v2, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* context) {
+  FAKE_ENTER(cuCtxPopCurrent_v2);
+  if (!fake::initialized()) FAKE_RETURN(cuCtxPopCurrent_v2, CUDA_ERROR_NOT_INITIALIZED);
+  if (fake::t_depth == 0) FAKE_RETURN(cuCtxPopCurrent_v2, CUDA_ERROR_INVALID_CONTEXT);
+  const int device = fake::t_stack[--fake::t_depth];
+  if (context != nullptr) *context = reinterpret_cast<CUcontext>(&fake::g_contexts[device]);
+  FAKE_RETURN(cuCtxPopCurrent_v2, CUDA_SUCCESS);
 }
 
 FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion,

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -23,6 +24,10 @@ struct Memory {
   std::map<uint64_t, size_t> reservations;       // cuMemAddressReserve base -> bytes
   uint64_t next_handle = 0x1000;
   uint64_t live_device_bytes = 0;
+  // cuMemAlloc* bytes made while a device other than 0 was current, by
+  // device (cuMemGetInfo_v2 of that device); device 0 has the rest.
+  std::unordered_map<uint64_t, int> device_of;
+  uint64_t other_device_bytes[fake::kMaxDevices] = {};
 };
 
 Memory& memory() {
@@ -39,6 +44,10 @@ CUresult allocDevice(CUdeviceptr* dptr, size_t bytes) {
   std::lock_guard lock(m.mutex);
   m.device[reinterpret_cast<uint64_t>(p)] = bytes;
   m.live_device_bytes += bytes;
+  if (const int current = fake::currentDevice(); current != 0) {
+    m.device_of[reinterpret_cast<uint64_t>(p)] = current;
+    m.other_device_bytes[current] += bytes;
+  }
   *dptr = reinterpret_cast<CUdeviceptr>(p);
   return CUDA_SUCCESS;
 }
@@ -50,6 +59,10 @@ CUresult freeDevice(CUdeviceptr dptr) {
   auto it = m.device.find(dptr);
   if (it == m.device.end()) return CUDA_ERROR_INVALID_VALUE;
   m.live_device_bytes -= it->second;
+  if (auto other = m.device_of.find(dptr); other != m.device_of.end()) {
+    m.other_device_bytes[other->second] -= it->second;
+    m.device_of.erase(other);
+  }
   m.device.erase(it);
   std::free(reinterpret_cast<void*>(dptr));
   return CUDA_SUCCESS;
@@ -73,6 +86,21 @@ bool validStream(CUstream stream) {
          *reinterpret_cast<const fake::Magic*>(stream) == fake::Magic::kStream;
 }
 
+bool isDevicePointer(CUdeviceptr dptr) {
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  return m.device.count(dptr) != 0;
+}
+
+bool captureMemNode(CUstream stream, bool per_thread, CUgraphNodeType type, CUdeviceptr dptr,
+                    size_t bytes) {
+  fake::NodeSpec node;
+  node.type = type;
+  node.dptr = dptr;
+  node.bytes = bytes;
+  return fake::captureNode(stream, per_thread, node);
+}
+
 }  // namespace
 
 FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
@@ -84,7 +112,11 @@ FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
   Memory& m = memory();
   std::lock_guard lock(m.mutex);
   *total_bytes = kTotalBytes;
-  *free_bytes = kTotalBytes - m.live_device_bytes;
+  uint64_t used = m.live_device_bytes;
+  for (int d = 1; d < fake::kMaxDevices; ++d) used -= m.other_device_bytes[d];
+  const int current = fake::currentDevice();
+  if (current != 0) used = m.other_device_bytes[current];
+  *free_bytes = kTotalBytes - used;
   FAKE_RETURN(cuMemGetInfo_v2, CUDA_SUCCESS);
 }
 
@@ -149,14 +181,19 @@ FAKE_EXPORT CUresult cuMemFreeHost(void* p) {
   FAKE_RETURN(cuMemFreeHost, CUDA_SUCCESS);
 }
 
-#define FAKE_ALLOC_ASYNC(elf)                                                        \
+// During a capture an allocation still gets its address at once (as graph
+// allocations do) and becomes a mem alloc node.
+#define FAKE_ALLOC_ASYNC(elf, per_thread)                                            \
   FAKE_EXPORT CUresult elf(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {   \
     FAKE_ENTER(elf);                                                                 \
     if (!validStream(hStream)) FAKE_RETURN(elf, CUDA_ERROR_INVALID_HANDLE);          \
-    FAKE_RETURN(elf, allocDevice(dptr, bytesize));                                   \
+    const CUresult result = allocDevice(dptr, bytesize);                             \
+    if (result == CUDA_SUCCESS) captureMemNode(hStream, per_thread, CU_GRAPH_NODE_TYPE_MEM_ALLOC, \
+                                               *dptr, bytesize);                     \
+    FAKE_RETURN(elf, result);                                                        \
   }
-FAKE_ALLOC_ASYNC(cuMemAllocAsync)
-FAKE_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
+FAKE_ALLOC_ASYNC(cuMemAllocAsync, false)
+FAKE_ALLOC_ASYNC(cuMemAllocAsync_ptsz, true)
 
 #define FAKE_ALLOC_FROM_POOL(elf)                                                    \
   FAKE_EXPORT CUresult elf(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,    \
@@ -169,14 +206,42 @@ FAKE_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 FAKE_ALLOC_FROM_POOL(cuMemAllocFromPoolAsync)
 FAKE_ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
 
-#define FAKE_FREE_ASYNC(elf)                                                         \
+// During a capture a free becomes a mem free node and frees nothing (the
+// fake never replays graphs, so the memory stays allocated).
+#define FAKE_FREE_ASYNC(elf, per_thread)                                             \
   FAKE_EXPORT CUresult elf(CUdeviceptr dptr, CUstream hStream) {                     \
     FAKE_ENTER(elf);                                                                 \
     if (!validStream(hStream)) FAKE_RETURN(elf, CUDA_ERROR_INVALID_HANDLE);          \
+    if (isDevicePointer(dptr) &&                                                     \
+        captureMemNode(hStream, per_thread, CU_GRAPH_NODE_TYPE_MEM_FREE, dptr, 0)) { \
+      FAKE_RETURN(elf, CUDA_SUCCESS);                                                \
+    }                                                                                \
     FAKE_RETURN(elf, freeDevice(dptr));                                              \
   }
-FAKE_FREE_ASYNC(cuMemFreeAsync)
-FAKE_FREE_ASYNC(cuMemFreeAsync_ptsz)
+FAKE_FREE_ASYNC(cuMemFreeAsync, false)
+FAKE_FREE_ASYNC(cuMemFreeAsync_ptsz, true)
+
+// Not hooked by tcgd: present so captures can hold memset and memcpy nodes.
+FAKE_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N,
+                                     CUstream hStream) {
+  FAKE_ENTER(cuMemsetD8Async);
+  if (!validStream(hStream)) FAKE_RETURN(cuMemsetD8Async, CUDA_ERROR_INVALID_HANDLE);
+  if (!captureMemNode(hStream, false, CU_GRAPH_NODE_TYPE_MEMSET, dstDevice, N)) {
+    std::memset(reinterpret_cast<void*>(dstDevice), uc, N);
+  }
+  FAKE_RETURN(cuMemsetD8Async, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                          size_t ByteCount, CUstream hStream) {
+  FAKE_ENTER(cuMemcpyDtoDAsync_v2);
+  if (!validStream(hStream)) FAKE_RETURN(cuMemcpyDtoDAsync_v2, CUDA_ERROR_INVALID_HANDLE);
+  if (!captureMemNode(hStream, false, CU_GRAPH_NODE_TYPE_MEMCPY, dstDevice, ByteCount)) {
+    std::memmove(reinterpret_cast<void*>(dstDevice), reinterpret_cast<const void*>(srcDevice),
+                 ByteCount);
+  }
+  FAKE_RETURN(cuMemcpyDtoDAsync_v2, CUDA_SUCCESS);
+}
 
 FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                                  const CUmemAllocationProp* prop, unsigned long long flags) {

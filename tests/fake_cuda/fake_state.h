@@ -44,6 +44,14 @@ CUresult finish(Id id, CUresult result);
 bool initialized();
 int driverVersion();
 
+// Devices: FAKE_CUDA_DEVICES (1 to kMaxDevices, default 1). Device 0's
+// primary context is active and current on every thread from cuInit on (as
+// the fake always had it); another device's becomes active when retained
+// and current when pushed (cuCtxPushCurrent_v2, per thread).
+inline constexpr int kMaxDevices = 4;
+int deviceCount();
+int currentDevice();
+
 // Objects behind handles carry a magic word so the fake can reject foreign
 // handles (tests pass only null or readable pointers).
 enum class Magic : uint32_t {
@@ -51,6 +59,7 @@ enum class Magic : uint32_t {
   kStream = 0x5354524d,
   kGraph = 0x47524150,
   kExec = 0x45584543,
+  kNode = 0x4e4f4445,
 };
 
 struct Kernel {
@@ -60,6 +69,22 @@ struct Kernel {
 };
 
 bool isKernel(const void* handle);
+
+// What a capture turns an enqueued call into (fake_graph.cpp).
+struct NodeSpec {
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+  CUfunction function = nullptr;  // kernel nodes: the launched handle
+  unsigned grid[3] = {};
+  unsigned block[3] = {};
+  unsigned shared_mem = 0;
+  CUdeviceptr dptr = 0;  // mem alloc/free nodes; memset/memcpy destination
+  size_t bytes = 0;      // mem alloc, memset, memcpy
+};
+
+// When `stream` (as an entry point with or without per-thread default-stream
+// semantics sees it) is capturing, appends `node` to the capture's graph and
+// returns true; the caller then does not execute the work.
+bool captureNode(CUstream stream, bool per_thread_entry, const NodeSpec& node);
 
 }  // namespace fake
 

@@ -13,6 +13,9 @@
 namespace tcgd::analyze {
 namespace {
 
+// Kernel names listed per graph in text (--json lists them all).
+constexpr size_t kTextKernelNames = 10;
+
 template <typename Map>
 std::map<std::string, std::string> sorted(const Map& map) {
   return std::map<std::string, std::string>(map.begin(), map.end());
@@ -147,6 +150,7 @@ void writeText(const Bundle& bundle, const InfoCounts& counts, std::string* out)
     for (const auto& [name, records] : counts.per_type) rows.push_back({name, std::to_string(records)});
     appendRows(rows, out);
   }
+  appendGraphsText(counts.graphs, kTextKernelNames, out);
   if (!bundle.problems().empty()) {
     out->append("Problems\n");
     for (const auto& problem : bundle.problems()) fmt::format_to(it, "  {}\n", problem);
@@ -174,8 +178,10 @@ void registerInfoCommand(CommandRegistry& registry) {
           "Prints the kind and format version, the provenance (run, rank, host, versions,\n"
           "devices, configuration), the points, record counts and drops per class, record\n"
           "counts per type (for driver calls: per entry point), whether the recording is\n"
-          "complete and how it ended. A torn or corrupt file is read up to its last whole\n"
-          "frame, and the byte offset where reading stopped is shown.",
+          "complete and how it ended, and per captured graph its inventory: node counts by\n"
+          "type, the kernels in order (the first 10 in text) and the memory nodes. A torn\n"
+          "or corrupt file is read up to its last whole frame, and the byte offset where\n"
+          "reading stopped is shown.",
       .arguments = {{"BUNDLE", kBundleArgumentHelp}},
       .options = {{"--json", "", "Print one JSON object instead of text (keys in docs/cli.md)"}},
       .exit_codes = {},

@@ -94,6 +94,8 @@ InfoCounts collectInfoCounts(const Bundle& bundle) {
       counts.per_type[bundle.typeName(type)] += records;
     }
   }
+  // Another pass over the records, so only for bundles that hold inventories.
+  if (counts.per_type.count("graph_inventory") != 0) counts.graphs = collectGraphInventories(bundle);
   return counts;
 }
 
@@ -164,6 +166,8 @@ void writeInfoJson(const Bundle& bundle, const InfoCounts& counts, std::string* 
   json.key("problems").beginArray();
   for (const auto& problem : bundle.problems()) json.value(problem);
   json.endArray();
+  json.key("graphs");
+  writeGraphsJson(counts.graphs, json);
   json.endObject();
   out->push_back('\n');
 }

@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "bundle.h"
+#include "info_graphs.h"
 
 namespace tcgd::analyze {
 
@@ -22,6 +24,8 @@ struct InfoCounts {
   uint64_t total_dropped = 0;
   std::map<std::string, InfoClassCount> per_class;
   std::map<std::string, uint64_t> per_type;  // record type name → records
+  // Captured graphs' inventories (read only when the bundle has any).
+  std::vector<GraphInventory> graphs;
 };
 
 InfoCounts collectInfoCounts(const Bundle& bundle);

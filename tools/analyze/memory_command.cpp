@@ -1,8 +1,9 @@
 // `tcgd-analyze memory summary BUNDLE [--json] [--point NAME]`: the allocator
 // state at each point, per device, pool and stream, beside what the driver
-// said was in use.
+// said was in use, and the residual between them split (residual.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
 
 #include "commands.h"
@@ -15,7 +16,8 @@ namespace {
 namespace tb = torchbridge;
 
 inline constexpr const char* kNoSnapshots =
-    "no allocator snapshots in this bundle: the torch bridge was not loaded (see docs/torch-bridge.md)";
+    "no allocator snapshots in this bundle: the torch bridge was not loaded (see "
+    "docs/torch-bridge.md)";
 
 void figuresJson(const tb::AllocatorFigures& figures, JsonWriter& json) {
   json.key("reserved").value(figures.reserved);
@@ -33,16 +35,14 @@ std::string figuresText(const tb::AllocatorFigures& figures) {
                      figures.blocks);
 }
 
-// Devices of a point: those of the snapshot, then those only cuMemGetInfo
-// saw (the allocator holds nothing there).
+// Devices of a point, ascending: those of the snapshot and those only
+// cuMemGetInfo saw (the allocator holds nothing there).
 std::vector<int32_t> pointDevices(const PointMemory& point) {
   std::vector<int32_t> devices;
   for (const auto& device : point.devices) devices.push_back(device.device);
-  for (const auto& [device, usage] : point.driver_usage) {
-    bool seen = false;
-    for (const int32_t known : devices) seen = seen || known == device;
-    if (!seen) devices.push_back(device);
-  }
+  for (const auto& [device, usage] : point.driver_usage) devices.push_back(device);
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
   return devices;
 }
 
@@ -51,6 +51,100 @@ const tb::DeviceFigures* findDevice(const PointMemory& point, int32_t device) {
     if (figures.device == device) return &figures;
   }
   return nullptr;
+}
+
+// The residual of one device at a point, split (residual.h):
+// residual = outside + other processes (when measured) + rest.
+struct ResidualSplit {
+  int64_t residual = 0;
+  DeviceDriverMemory driver;                     // zeros when nothing was live
+  const OtherProcessesAtPoint* other = nullptr;  // null: no record
+  int64_t rest = 0;
+  uint64_t reserved = 0;
+  bool otherMeasured() const { return other != nullptr && other->ok(); }
+};
+
+ResidualSplit splitResidual(const PointMemory& point, int32_t device, uint64_t used,
+                            uint64_t reserved) {
+  ResidualSplit split;
+  split.reserved = reserved;
+  split.residual = static_cast<int64_t>(used) - static_cast<int64_t>(reserved);
+  if (auto it = point.driver_memory.find(device); it != point.driver_memory.end())
+    split.driver = it->second;
+  if (auto it = point.other_processes.find(device); it != point.other_processes.end())
+    split.other = &it->second;
+  split.rest = split.residual - static_cast<int64_t>(split.driver.outsideTotal()) -
+               (split.otherMeasured() ? static_cast<int64_t>(split.other->bytes) : 0);
+  return split;
+}
+
+std::string signedBytes(int64_t bytes) {
+  return bytes < 0 ? "-" + humanBytes(static_cast<uint64_t>(-bytes))
+                   : humanBytes(static_cast<uint64_t>(bytes));
+}
+
+void splitJson(const ResidualSplit& split, JsonWriter& json) {
+  json.key("residual_split").beginObject();
+  json.key("outside_allocator").beginObject();
+  json.key("total").value(split.driver.outsideTotal());
+  json.key("by_library").beginObject();
+  for (const auto& [library, bytes] : split.driver.outside) json.key(library).value(bytes);
+  json.endObject();
+  json.endObject();
+  if (split.otherMeasured()) {
+    json.key("other_processes").value(split.other->bytes);
+  } else {
+    json.key("other_processes").null();
+  }
+  json.key("other_processes_status")
+      .value(split.other == nullptr ? "not measured" : split.other->statusText());
+  if (split.otherMeasured()) {
+    json.key("other_process_count").value(split.other->processes);
+    json.key("this_process_seen").value(split.other->selfSeen());
+  }
+  json.key("rest").value(split.rest);
+  json.key("allocator_driver").value(split.driver.allocator);
+  json.key("allocator_driver_matches_reserved").value(split.driver.allocator == split.reserved);
+  json.key("managed").value(split.driver.managed);
+  json.endObject();
+}
+
+void splitText(const MemorySummary& summary, const ResidualSplit& split, std::string* out) {
+  auto it = std::back_inserter(*out);
+  fmt::format_to(
+      it, "      outside the allocator  {}{}\n", humanBytes(split.driver.outsideTotal()),
+      summary.driver_memory_records ? "" : " (no driver allocation records in the bundle)");
+  for (const auto& [library, bytes] : split.driver.outside)
+    fmt::format_to(it, "        {:<20} {}\n", library, humanBytes(bytes));
+  if (split.other == nullptr) {
+    fmt::format_to(it,
+                   "      other processes        not measured (no point_other_processes record)\n");
+  } else if (!split.other->ok()) {
+    fmt::format_to(it, "      other processes        not measured ({})\n",
+                   split.other->statusText());
+  } else {
+    fmt::format_to(
+        it, "      other processes        {} ({} process{}{}{})\n", humanBytes(split.other->bytes),
+        split.other->processes, split.other->processes == 1 ? "" : "es",
+        split.other->sizeUnknown() ? ", some of unknown size" : "",
+        split.other->selfSeen() ? ""
+                                : "; this process was not in NVML's list, so it may be counted");
+  }
+  fmt::format_to(it, "      rest                   {} ({})\n", signedBytes(split.rest),
+                 split.rest < 0
+                     ? "negative: something is counted twice or a release was not recorded"
+                     : "CUDA context, modules and what the driver records do not show");
+  if (split.driver.managed != 0) {
+    fmt::format_to(it,
+                   "      managed                {} (cuMemAllocManaged, not in the split: resident "
+                   "pages are in rest)\n",
+                   humanBytes(split.driver.managed));
+  }
+  if (summary.driver_memory_records && split.driver.allocator != split.reserved) {
+    fmt::format_to(
+        it, "      allocator mismatch: its driver allocations hold {}, its snapshot reserves {}\n",
+        humanBytes(split.driver.allocator), humanBytes(split.reserved));
+  }
 }
 
 void writeJson(const Bundle& bundle, const MemorySummary& summary,
@@ -90,8 +184,10 @@ void writeJson(const Bundle& bundle, const MemorySummary& summary,
         json.key("time_ns").value(usage->second.time_ns);
         json.endObject();
         if (point->has_snapshot) {
-          json.key("residual").value(static_cast<int64_t>(usage->second.used()) -
-                                      static_cast<int64_t>(total.reserved));
+          json.key("residual")
+              .value(static_cast<int64_t>(usage->second.used()) -
+                     static_cast<int64_t>(total.reserved));
+          splitJson(splitResidual(*point, device, usage->second.used(), total.reserved), json);
         }
       }
       if (point->has_snapshot) {
@@ -128,8 +224,8 @@ void writeJson(const Bundle& bundle, const MemorySummary& summary,
   out->push_back('\n');
 }
 
-void writeText(const MemorySummary& summary,
-               const std::vector<const PointMemory*>& points, std::string* out) {
+void writeText(const MemorySummary& summary, const std::vector<const PointMemory*>& points,
+               std::string* out) {
   auto it = std::back_inserter(*out);
   if (!summary.any_snapshot_record) {
     fmt::format_to(it, "{}\n", kNoSnapshots);
@@ -141,8 +237,8 @@ void writeText(const MemorySummary& summary,
   }
   for (const PointMemory* point : points) {
     const bundle::Point& p = *point->point;
-    fmt::format_to(it, "point {} \"{}\" ({}, seq {}): snapshot {}{}\n", p.ordinal(), p.name(), p.origin(),
-                   p.sequence(), point->snapshot_status,
+    fmt::format_to(it, "point {} \"{}\" ({}, seq {}): snapshot {}{}\n", p.ordinal(), p.name(),
+                   p.origin(), p.sequence(), point->snapshot_status,
                    point->snapshot_error.empty() ? "" : ": " + point->snapshot_error);
     fmt::format_to(it, "  history since the previous point: {}\n", point->history);
     const std::vector<int32_t> devices = pointDevices(*point);
@@ -160,9 +256,11 @@ void writeText(const MemorySummary& summary,
                        u.sequence);
         if (point->has_snapshot) {
           const bool negative = u.used() < total.reserved;
-          fmt::format_to(it, "    residual    {}{} (CUDA used - reserved: outside the allocator)\n",
-                         negative ? "-" : "",
-                         humanBytes(negative ? total.reserved - u.used() : u.used() - total.reserved));
+          fmt::format_to(
+              it, "    residual    {}{} (CUDA used - reserved: outside the allocator)\n",
+              negative ? "-" : "",
+              humanBytes(negative ? total.reserved - u.used() : u.used() - total.reserved));
+          splitText(summary, splitResidual(*point, device, u.used(), total.reserved), out);
         }
       }
       if (!point->has_snapshot) continue;
@@ -171,7 +269,8 @@ void writeText(const MemorySummary& summary,
       for (const auto& pool : figures->pools) {
         fmt::format_to(it, "    pool {}: {}\n", poolLabel(pool.pool), figuresText(pool.figures));
         for (const auto& stream : pool.streams) {
-          fmt::format_to(it, "      stream {:#x}: {}\n", stream.stream, figuresText(stream.figures));
+          fmt::format_to(it, "      stream {:#x}: {}\n", stream.stream,
+                         figuresText(stream.figures));
         }
       }
     }
@@ -205,7 +304,8 @@ int runMemorySummary(const ParsedArgs& args, Output& out) {
   }
   out.flush();
   for (const auto& warning : summary.warnings) {
-    std::fprintf(stderr, "%s: warning: %s: %s\n", kProgramName, bundle.path().c_str(), warning.c_str());
+    std::fprintf(stderr, "%s: warning: %s: %s\n", kProgramName, bundle.path().c_str(),
+                 warning.c_str());
   }
   return kExitOk;
 }
@@ -224,7 +324,10 @@ void registerMemoryCommands(CommandRegistry& registry) {
           "blocks), then per pool (default (0,0), graph-private (n,0), user MemPool (0,n)) and\n"
           "per stream within a pool. Where the job called cuMemGetInfo_v2 at or before the\n"
           "point, 'CUDA used' is total - free of the latest such call (its record is named) and\n"
-          "'residual' is CUDA used - reserved: memory outside PyTorch's allocator.\n"
+          "'residual' is CUDA used - reserved: memory outside PyTorch's allocator, split into\n"
+          "live driver allocations of other libraries (by library, replayed from the driver\n"
+          "records), other processes (NVML, when recorded) and the rest "
+          "(docs/memory-residual.md).\n"
           "Snapshots come from the torch bridge (docs/torch-bridge.md); a bundle without them\n"
           "says so in one line and lists its points.",
       .arguments = {{"BUNDLE", "a memory bundle (.tcgd-memory)"}},

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <numeric>
 #include <unordered_map>
 
 namespace tcgd::analyze {
@@ -11,7 +13,15 @@ namespace tb = torchbridge;
 
 // Record types are matched by their schema name, not their id: the name is
 // what the bundle itself says the record is.
-enum class Interest { kNone, kSnapshot, kMemGetInfo, kPointMemory, kPoint, kTorchStatus };
+enum class Interest {
+  kNone,
+  kSnapshot,
+  kMemGetInfo,
+  kPointMemory,
+  kPoint,
+  kTorchStatus,
+  kOtherProcesses
+};
 
 struct SnapshotAssembly {
   tb::SnapshotParts parts;
@@ -110,6 +120,17 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
   std::map<uint64_t, std::map<int32_t, DriverUsage>> at_points;
   std::map<uint64_t, uint64_t> drops_before;  // by point ordinal (bundles that record it)
   std::vector<std::pair<uint64_t, uint32_t>> torch_statuses;  // (sequence, TorchStatus)
+  std::map<uint64_t, std::map<int32_t, OtherProcessesAtPoint>> others;  // by ordinal, device
+  // The driver allocation replay takes its state at each point in sequence order.
+  const std::vector<bundle::Point>& all_points = bundle.points();
+  std::vector<size_t> by_sequence(all_points.size());
+  std::iota(by_sequence.begin(), by_sequence.end(), size_t{0});
+  std::stable_sort(by_sequence.begin(), by_sequence.end(), [&](size_t a, size_t b) {
+    return all_points[a].sequence() < all_points[b].sequence();
+  });
+  std::vector<uint64_t> sequences;
+  for (const size_t index : by_sequence) sequences.push_back(all_points[index].sequence());
+  DriverMemoryReplay replay(bundle, std::move(sequences));
 
   const auto classify = [&](uint32_t type) {
     auto it = interest.find(type);
@@ -121,12 +142,14 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
     if (name == "point_device_memory") kind = Interest::kPointMemory;
     if (name == "point") kind = Interest::kPoint;
     if (name == "allocator_status") kind = Interest::kTorchStatus;
+    if (name == "point_other_processes") kind = Interest::kOtherProcesses;
     interest.emplace(type, kind);
     return kind;
   };
 
   summary.warnings = bundle.forEachRecordBatch([&](const std::vector<proto::DecodedRecord>& records) {
     for (const auto& record : records) {
+      replay.observe(record);
       const Interest kind = classify(record.type);
       if (kind == Interest::kSnapshot) {
         summary.any_snapshot_record = true;
@@ -157,16 +180,36 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
         DriverUsage usage{record.sequence, record.time_ns, record.words[1], record.words[2]};
         usage.at_point = true;
         at_points[record.words[0]][device] = usage;
+      } else if (kind == Interest::kOtherProcesses) {
+        // words: ordinal, device, bytes, processes | flags << 32, status | nvml_result << 32.
+        OtherProcessesAtPoint other;
+        other.bytes = record.words[2];
+        other.processes = static_cast<uint32_t>(record.words[3]);
+        other.flags = static_cast<uint32_t>(record.words[3] >> 32);
+        other.status = static_cast<uint32_t>(record.words[4]);
+        other.nvml_result = static_cast<uint32_t>(record.words[4] >> 32);
+        const auto device = static_cast<int32_t>(static_cast<uint32_t>(record.words[1]));
+        others[record.words[0]][device] = other;
       }
     }
   });
 
+  replay.finish();
+  summary.driver_memory_records = replay.sawDriverMemory();
+  summary.unknown_handle_maps = replay.unknownHandleMaps();
+  std::vector<size_t> rank(all_points.size());
+  for (size_t k = 0; k < by_sequence.size(); ++k) rank[by_sequence[k]] = k;
+
   uint64_t previous_drops = 0;
   uint64_t previous_sequence = 0;
   bool first = true;
-  for (const bundle::Point& point : bundle.points()) {
+  for (size_t index = 0; index < all_points.size(); ++index) {
+    const bundle::Point& point = all_points[index];
     PointMemory entry;
     entry.point = &point;
+    entry.driver_memory = replay.atPoint(rank[index]);
+    if (auto other = others.find(point.ordinal()); other != others.end())
+      entry.other_processes = other->second;
     entry.history = intervalHistory(point, first ? 0 : previous_sequence, torch_statuses);
     if (auto d = drops_before.find(point.ordinal()); d != drops_before.end()) {
       entry.dropped_in_interval = d->second >= previous_drops ? d->second - previous_drops : 0;

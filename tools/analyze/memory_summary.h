@@ -13,6 +13,7 @@
 
 #include "bundle.h"
 #include "collectors/torch/snapshot_codec.h"
+#include "residual.h"
 
 namespace tcgd::analyze {
 
@@ -41,12 +42,18 @@ struct PointMemory {
   // <why>". Analyses that need complete history refuse other intervals.
   std::string history = "complete";
   uint64_t dropped_in_interval = 0;
+  // Live driver allocations at the point by device (residual.h), and what
+  // NVML said other processes held (point_other_processes), by device.
+  std::map<int32_t, DeviceDriverMemory> driver_memory;
+  std::map<int32_t, OtherProcessesAtPoint> other_processes;
 };
 
 struct MemorySummary {
   bool any_snapshot_record = false;
   std::vector<PointMemory> points;  // in point order
   std::vector<std::string> warnings;  // batches that did not decode
+  bool driver_memory_records = false;  // any driver allocation record was replayed
+  uint64_t unknown_handle_maps = 0;    // cuMemMap of handles created before recording
 };
 
 // Needs a bundle loaded with LoadOptions::keep_bulk_blobs.
