@@ -149,7 +149,7 @@ constexpr ConfigKey kKeys[] = {
     {"TCGD_MEMORY_STACKS", "none", "one of none, native, python, all", [](std::string_view t, Config&) { return t == "none" || t == "native" || t == "python" || t == "all"; }},  // torch bridge (agent/torch_loader.cpp reads it from in_force)
     // Automatic points (collectors/points reads it from in_force); the
     // parser is header-only so this library validates without the collectors.
-    {"TCGD_POINTS", "none", collectors::points::kPointRulesAccepted,
+    {"TCGD_POINTS", collectors::points::kDefaultPointRules.data(), collectors::points::kPointRulesAccepted,
      [](std::string_view t, Config&) { return collectors::points::parsePointRules(t, nullptr); }},
     {"TCGD_TORCH_BRIDGE", "", "a path to libtcgd_torch.so, or off", [](std::string_view t, Config&) { return !t.empty() && isPrintable(t); }},  // torch bridge (agent/torch_loader.cpp reads it from in_force)
 };

@@ -79,11 +79,11 @@ struct PointRules {
   }
 };
 
-// "none" until the automatic points have run on a GPU with the torch bridge
-// (snapshots from the watcher thread, the exit snapshot after Python's
-// finalization): recommended once validated, "capture,instantiate,exit,oom".
-inline constexpr std::string_view kDefaultPointRules = "none";
-inline constexpr std::string_view kRecommendedPointRules = "capture,instantiate,exit,oom";
+// Where a CUDA Graph job's memory changes shape (graph-private pools appear
+// at capture, instantiation allocates graph memory, an OOM is what one
+// debugs) plus a final state. Validated on the H200 with the torch bridge
+// (docs/validation.md): snapshots from the watcher thread, and at exit.
+inline constexpr std::string_view kDefaultPointRules = "capture,instantiate,exit,oom";
 inline constexpr const char* kPointRulesAccepted =
     "a comma-separated list of capture, instantiate, launch=N, launch-every=N, exit, "
     "interval=SECONDS, signal, oom, nvtx=PATTERN (N and SECONDS from 1 to 1000000000; "

@@ -1,6 +1,7 @@
 // `tcgd-analyze memory summary` as users run it: on a synthetic bundle whose
 // snapshots were encoded by the bridge's own codec, on the real H200 bundle in
 // docs/examples, and on bundles it must refuse or has nothing to say about.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -82,7 +83,11 @@ channel::Record snapshotPart(uint64_t ordinal, uint64_t blob, uint32_t part, uin
 // part), a failed cuMemGetInfo (ignored), cuMemGetInfo (45 MiB used), point
 // "step", its snapshot in two parts, a cuMemGetInfo after it (not the step's).
 // With `snapshots` false: the same without snapshot records and blobs.
-void writeSnapshotBundle(const std::string& path, bool snapshots) {
+// origins: the two points' origins; first_snapshot: whether the first point
+// has its snapshot (a hook-made point's may have been coalesced).
+void writeSnapshotBundle(const std::string& path, bool snapshots,
+                         std::array<const char*, 2> origins = {"explicit", "explicit"},
+                         bool first_snapshot = true) {
   proto::BundleWriter writer;
   ASSERT_TRUE(writer.open(path, proto::BundleKind::kMemory).isOk());
   bundle::Frame frame;
@@ -138,6 +143,10 @@ void writeSnapshotBundle(const std::string& path, bool snapshots) {
   };
   if (!snapshots) {
     std::erase_if(records, [](const channel::Record& r) { return r.type == kTypeSnapshot; });
+  } else if (!first_snapshot) {
+    std::erase_if(records, [](const channel::Record& r) {
+      return r.type == kTypeSnapshot && r.a[0] == 0;
+    });
   }
   proto::EventBatchEncoder encoder;
   std::vector<uint64_t> point_sequences;
@@ -154,7 +163,7 @@ void writeSnapshotBundle(const std::string& path, bool snapshots) {
     bundle::Point* point = frame.mutable_point();
     point->set_sequence(point_sequences[ordinal]);
     point->set_name(ordinal == 0 ? "warmup" : "step");
-    point->set_origin("explicit");
+    point->set_origin(origins[ordinal]);
     point->set_ordinal(ordinal);
     ASSERT_TRUE(writer.write(frame).isOk());
   }
@@ -265,6 +274,30 @@ TEST_F(MemorySummary, SyntheticSnapshotsGiveExactFiguresPerPointPoolAndStream) {
   EXPECT_NE(lines[10].find("stream 0x0: reserved 2 MiB"), std::string::npos);
   EXPECT_NE(lines[11].find("stream 0x7: reserved 20 MiB"), std::string::npos);
   EXPECT_NE(lines[12].find("pool graph-private (1,0): reserved 18 MiB, allocated 16 MiB"), std::string::npos);
+}
+
+TEST_F(MemorySummary, AHookMadePointWhoseSnapshotWasCoalescedNamesThePointThatHasIt) {
+  // capture-end then instantiate: the agent's watcher took one snapshot, for the later point.
+  const std::string coalesced = dir_.file("coalesced.tcgd-memory");
+  writeSnapshotBundle(coalesced, true, {"capture_end", "instantiate"}, false);
+  const ToolResult result = runAnalyze({"memory", "summary", coalesced, "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const JsonValue json = parsed(result);
+  ASSERT_EQ(json["points"].size(), 2u);
+  EXPECT_EQ(json["points"][0]["snapshot"].asString(), "coalesced");
+  EXPECT_EQ(json["points"][0]["snapshot_at"].asString(), "step");
+  EXPECT_EQ(json["points"][1]["snapshot"].asString(), "taken");
+  const ToolResult text = runAnalyze({"memory", "summary", coalesced, "--point", "warmup"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("snapshot coalesced into \"step\""), std::string::npos) << text.out;
+
+  // An explicit point never coalesces: its missing snapshot stays "none".
+  const std::string explicit_first = dir_.file("explicit.tcgd-memory");
+  writeSnapshotBundle(explicit_first, true, {"explicit", "instantiate"}, false);
+  const JsonValue other = parsed(runAnalyze({"memory", "summary", explicit_first, "--json"}));
+  ASSERT_EQ(other["points"].size(), 2u);
+  EXPECT_EQ(other["points"][0]["snapshot"].asString(), "none");
+  EXPECT_FALSE(other["points"][0].has("snapshot_at"));
 }
 
 // The committed H200 recording: a CUDA-graph capture between the points.

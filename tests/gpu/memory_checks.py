@@ -97,11 +97,45 @@ def check_auto_points(b, expect, captures):
            "automatic point exit is the last point")
     if exit_point is not None:
         expect(exit_point["snapshot"] == "taken", f"exit: snapshot {exit_point['snapshot']}")
+    # A hook-made point's snapshot is deferred to the watcher; capture-end's
+    # usually coalesces into the instantiate that follows it (docs/points.md).
     for name in names:
         if name.startswith(("capture-end", "instantiate")):
             p = summary_point(b, name)
-            expect(p is not None and p["snapshot"] == "taken",
-                   f"{name}: snapshot {p['snapshot'] if p else 'none'}")
+            status = p["snapshot"] if p else "none"
+            at = summary_point(b, p.get("snapshot_at", "")) if p else None
+            ok = status == "taken" or (status == "coalesced" and at is not None
+                                       and at["snapshot"] == "taken")
+            expect(ok, f"{name}: snapshot {status}"
+                   + (f" into {p['snapshot_at']}" if p and p.get("snapshot_at") else ""))
+
+
+def check_graph_inventory(b, expect, captures, eager_until=None):
+    """The inventory recorded at each capture end: every graph read whole,
+    its kernel nodes named; with eager_until, the kernels the graph holds
+    are the ones the same step launched eagerly before that point."""
+    graphs = b.info.get("graphs", [])
+    expect(len(graphs) == captures, f"{len(graphs)} graph inventories == {captures} captures")
+    for i, gr in enumerate(graphs):
+        kernels = gr.get("kernels", [])
+        named = sum(1 for k in kernels if k.get("name"))
+        expect(gr.get("status") == 0 and not gr.get("truncated")
+               and gr["counts"].get("kernel", 0) == len(kernels) > 0 and named == len(kernels),
+               f"graph {i}: {gr.get('nodes')} nodes, {len(kernels)} kernel nodes, {named} named, "
+               f"{gr.get('alloc_bytes', 0)} B in alloc nodes, status {gr.get('status')}")
+        if eager_until is None or not kernels:
+            continue
+        names = b.kernel_names()
+        until = b.seq(eager_until)
+        eager_handles = {r.get("function") for r in b.launches() if r["seq"] < until}
+        eager_names = {names.get(h) for h in eager_handles} - {None}
+        node_names = [k["name"] for k in kernels]
+        seen = sum(1 for n in node_names if n in eager_names)
+        same_handle = sum(1 for k in kernels if k.get("function") in eager_handles)
+        kinds = sorted({k.get("handle_kind") for k in kernels})
+        expect(seen == len(node_names),
+               f"graph {i}: {seen}/{len(node_names)} kernel nodes ran eagerly by name "
+               f"({same_handle} by the same handle; node handles {', '.join(kinds)})")
 
 
 def check_quickstart(b, truth, expect):
@@ -112,6 +146,7 @@ def check_quickstart(b, truth, expect):
     expect(growth == truth["graph_bytes"],
            f"graph-private pool allocated grew {mib(growth)} == {mib(truth['graph_bytes'])}")
     check_auto_points(b, expect, 1)
+    check_graph_inventory(b, expect, 1)
 
 
 def check_transformer(b, truth, expect):
@@ -124,12 +159,15 @@ def check_transformer(b, truth, expect):
     expect(graph_allocated(pools) > 0, f"graph-private pool holds the step's memory "
            f"({mib(graph_allocated(pools))} allocated)")
     check_auto_points(b, expect, 1)
+    check_graph_inventory(b, expect, 1, eager_until="after_warmup")
 
 
 def check_compile(b, truth, expect):
     check_points_match(b, truth, expect)
     pools = bundle_pools(summary_device(summary_point(b, "after_steps")))
-    graph = [k for k in pools if k.split(",")[0] != "0"]
+    # cudagraph trees allocate through a pool id of their own ("0,1" on
+    # torch 2.11: the user-pool form), not a capture's "N,0".
+    graph = {k: mib(v["reserved"]) for k, v in pools.items() if k != "0,0" and v["reserved"] > 0}
     expect(graph, f"cudagraph trees' private pool in the bundle ({graph})")
     launches = [r for r in b.between("after_first_call", "after_steps") if r.get("api") in LAUNCH_APIS]
     expect(len(launches) >= 8, f"{len(launches)} graph launches for 8 calls")
@@ -160,10 +198,15 @@ def check_failed_capture(b, truth, expect):
     check_points_match(b, truth, expect)
     expect(truth["failed"], "the capture failed")
     pools = bundle_pools(summary_device(summary_point(b, "after_failed_capture")))
-    leaked = {k: v for k, v in pools.items() if k.split(",")[0] != "0" and v["reserved"] > 0}
-    expect(leaked and all(v["allocated"] == 0 for v in leaked.values()),
-           "the failed capture's private pool stays reserved with nothing allocated: "
-           + ", ".join(f"{k} {mib(v['reserved'])}" for k, v in leaked.items()))
+    # torch 2.11 keeps the failed capture's pool, and the block of the tensor
+    # allocated in it stays allocated (its Python object lives on): the
+    # bundle must show the pool; per-figure equality with torch is checked
+    # above.
+    leaked = {k: v for k, v in pools.items() if k != "0,0" and v["reserved"] > 0}
+    expect(leaked, "the failed capture's private pool stays reserved: "
+           + ", ".join(f"{k} reserved {mib(v['reserved'])}, allocated {mib(v['allocated'])}"
+                       for k, v in leaked.items()))
+    expect(not b.info.get("graphs"), "no graph inventory for the failed capture")
 
 
 def check_nccl(b, truth, expect):

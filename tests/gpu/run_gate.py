@@ -309,8 +309,9 @@ def bench(gate, rounds):
     return res
 
 
-# The automatic points under test: the rules recommended as the default.
-MEMORY_CASE_ENV = {"TCGD_POINTS": "capture,instantiate,exit,oom"}
+# The memory cases run with the agent's defaults: the automatic points under
+# test are the default TCGD_POINTS (capture,instantiate,exit,oom).
+MEMORY_CASE_ENV = {}
 
 # The training-step benchmark's configurations: (agent?, extra env, argv mode).
 MEMORY_BENCH = {

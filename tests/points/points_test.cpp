@@ -58,9 +58,9 @@ TEST(Points, LaunchNMakesOnePoint) {
   EXPECT_EQ(run.names, std::vector<std::string>({"launch/3"}));
 }
 
-TEST(Points, RecommendedRulesEndWithTheExitPoint) {
+TEST(Points, TheDefaultRulesMarkCapturesInstantiationsAndTheExit) {
   TempDir dir;
-  const PointsRun run = runPoints("graphs", {"TCGD_POINTS=capture,instantiate,exit,oom"}, dir);
+  const PointsRun run = runPoints("graphs", {}, dir);
   EXPECT_EQ(run.result.exitCode(), 3);
   ASSERT_TRUE(run.bundle.has_trailer) << run.result.err;
   const std::vector<std::string> names = {"capture-begin/1", "capture-end/1", "instantiate/1",
@@ -71,9 +71,9 @@ TEST(Points, RecommendedRulesEndWithTheExitPoint) {
   EXPECT_EQ(run.origins.back(), "exit");
 }
 
-TEST(Points, TheDefaultMakesNoAutomaticPoints) {
+TEST(Points, NoneMakesNoAutomaticPoints) {
   TempDir dir;
-  const PointsRun run = runPoints("graphs", {}, dir);
+  const PointsRun run = runPoints("graphs", {"TCGD_POINTS=none"}, dir);
   ASSERT_TRUE(run.bundle.has_trailer) << run.result.err;
   EXPECT_TRUE(run.names.empty());
 }

@@ -17,13 +17,8 @@ PointRules parsed(std::string_view text) {
   return rules;
 }
 
-TEST(PointRules, DefaultIsNoneUntilValidatedOnAGpu) {
-  const PointRules none = parsed(kDefaultPointRules);
-  EXPECT_FALSE(none.capture || none.instantiate || none.exit || none.oom || none.signal);
-}
-
-TEST(PointRules, RecommendedIsCaptureInstantiateExitOom) {
-  const PointRules r = parsed(kRecommendedPointRules);
+TEST(PointRules, DefaultIsCaptureInstantiateExitOom) {
+  const PointRules r = parsed(kDefaultPointRules);
   EXPECT_TRUE(r.capture);
   EXPECT_TRUE(r.instantiate);
   EXPECT_TRUE(r.exit);

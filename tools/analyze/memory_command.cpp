@@ -167,6 +167,7 @@ void writeJson(const Bundle& bundle, const MemorySummary& summary,
     json.key("history").value(point->history);
     json.key("dropped_in_interval").value(point->dropped_in_interval);
     if (!point->snapshot_error.empty()) json.key("snapshot_error").value(point->snapshot_error);
+    if (!point->snapshot_at.empty()) json.key("snapshot_at").value(point->snapshot_at);
     json.key("devices").beginArray();
     for (const int32_t device : pointDevices(*point)) {
       const tb::DeviceFigures* figures = findDevice(*point, device);
@@ -239,7 +240,9 @@ void writeText(const MemorySummary& summary, const std::vector<const PointMemory
     const bundle::Point& p = *point->point;
     fmt::format_to(it, "point {} \"{}\" ({}, seq {}): snapshot {}{}\n", p.ordinal(), p.name(),
                    p.origin(), p.sequence(), point->snapshot_status,
-                   point->snapshot_error.empty() ? "" : ": " + point->snapshot_error);
+                   !point->snapshot_error.empty() ? ": " + point->snapshot_error
+                   : !point->snapshot_at.empty()  ? " into \"" + point->snapshot_at + "\""
+                                                  : "");
     fmt::format_to(it, "  history since the previous point: {}\n", point->history);
     const std::vector<int32_t> devices = pointDevices(*point);
     if (devices.empty() && point->has_snapshot) fmt::format_to(it, "  nothing reserved\n");

@@ -111,6 +111,38 @@ std::string intervalHistory(const bundle::Point& point, uint64_t from,
 
 }  // namespace
 
+namespace {
+
+// Points made inside driver hooks defer their snapshot to the agent's
+// watcher, and deferred requests coalesce: of capture-end/1 and the
+// instantiate/1 that follows it a moment later, only instantiate/1 gets one.
+// Such a point says so and names the point whose snapshot stands for it,
+// rather than looking as if its snapshot were lost. A capture-begin in
+// between does not end the chain (the watcher waits for the capture).
+bool hookMade(const std::string& origin) {
+  return origin == "capture_end" || origin == "instantiate" || origin == "graph_launch";
+}
+
+void markCoalescedSnapshots(std::vector<PointMemory>* points) {
+  const PointMemory* stands_for = nullptr;  // the later hook-made point with a snapshot
+  for (auto it = points->rbegin(); it != points->rend(); ++it) {
+    const std::string& origin = it->point->origin();
+    if (origin == "capture_begin") continue;
+    if (!hookMade(origin)) {
+      stands_for = nullptr;
+      continue;
+    }
+    if (it->snapshot_status == "none" && stands_for != nullptr) {
+      it->snapshot_status = "coalesced";
+      it->snapshot_at = stands_for->point->name();
+    } else if (it->snapshot_status != "none") {
+      stands_for = it->snapshot_status == "taken" ? &*it : nullptr;
+    }
+  }
+}
+
+}  // namespace
+
 MemorySummary summarizeMemory(const Bundle& bundle) {
   MemorySummary summary;
   std::unordered_map<uint32_t, Interest> interest;
@@ -250,6 +282,7 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
     }
     summary.points.push_back(std::move(entry));
   }
+  markCoalescedSnapshots(&summary.points);
   return summary;
 }
 

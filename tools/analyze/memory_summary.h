@@ -30,8 +30,11 @@ struct DriverUsage {
 struct PointMemory {
   const bundle::Point* point = nullptr;
   // "taken", "unavailable", "failed", "not initialized", "incomplete",
-  // "undecodable" or "none" (no allocator_snapshot record for the point).
+  // "undecodable", "coalesced" (a hook-made point whose deferred snapshot
+  // was taken for a later hook-made point: snapshot_at names it) or "none"
+  // (no allocator_snapshot record for the point).
   std::string snapshot_status = "none";
+  std::string snapshot_at;  // "coalesced": the point whose snapshot stands for this one
   std::string snapshot_error;  // why it did not decode, when it did not
   bool has_snapshot = false;   // figures below are meaningful
   std::vector<torchbridge::DeviceFigures> devices;  // ascending device
