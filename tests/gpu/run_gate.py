@@ -287,26 +287,33 @@ def check_demo(b, truth, expect):
     expect(len(check_graph_like) == 20, f"{len(check_graph_like)} graph launches == 20")
 
 
+# The launch benchmark's configurations: (agent?, extra env). "points-none"
+# isolates what the default automatic points (and their watcher thread) cost.
+LAUNCH_BENCH = {
+    "none": (False, {}),
+    "default": (True, {}),
+    "points-none": (True, {"TCGD_POINTS": "none"}),
+}
+
+
 def bench(gate, rounds):
-    """Launch-bound loops with and without the agent, interleaved, in one call."""
-    times = {False: [], True: []}
+    """Launch-bound loops of each configuration, rounds interleaved (the
+    order rotates each round) in one call. Returns, per configuration and
+    measure, every round's time; medians are compared."""
+    times = {k: [] for k in LAUNCH_BENCH}
     case_dir = gate.out / "bench"
     case_dir.mkdir(parents=True, exist_ok=True)
+    keys = list(LAUNCH_BENCH)
     for i in range(rounds):
-        # Alternate which goes first, so warm-up effects do not favour one side.
-        for agent in ((False, True) if i % 2 == 0 else (True, False)):
-            r = Run([sys.executable, "launch_bench.py"], gate.env(agent, case_dir), 600)
+        for k in keys[i % len(keys):] + keys[:i % len(keys)]:
+            agent, extra = LAUNCH_BENCH[k]
+            r = Run([sys.executable, "launch_bench.py"], gate.env(agent, case_dir, extra=extra), 600)
             line = next((ln for ln in r.stdout.splitlines() if ln.startswith("BENCH ")), None)
             if line:
-                times[agent].append(json.loads(line[6:]))
-    if not times[False] or not times[True]:
+                times[k].append(json.loads(line[6:]))
+    if not times["none"]:
         return None
-    res = {}
-    for k in ("launch_s", "replay_s"):
-        base = statistics.median(t[k] for t in times[False])
-        agent = statistics.median(t[k] for t in times[True])
-        res[k] = (base, agent, agent / base)
-    return res
+    return {k: {m: [t[m] for t in v] for m in ("launch_s", "replay_s")} for k, v in times.items() if v}
 
 
 # The memory cases run with the agent's defaults: the automatic points under
@@ -385,8 +392,14 @@ def main():
     for name, ok, checks, _ in gate.rows:
         print(f"{name:28} {'PASS' if ok else 'FAIL':8} {sum(c[0] for c in checks)}/{len(checks)}")
     if bench_res:
-        for k, (base, agent, ratio) in bench_res.items():
-            print(f"{'bench ' + k:28} {'ratio':8} {ratio:.3f} (agent {agent:.3f}s / none {base:.3f}s)")
+        for m in ("launch_s", "replay_s"):
+            base = statistics.median(bench_res["none"][m])
+            for k in (k for k in bench_res if k != "none"):
+                agent = statistics.median(bench_res[k][m])
+                rounds = " ".join(f"{t:.3f}" for t in bench_res[k][m])
+                print(f"{'bench ' + m + ' ' + k:28} {'ratio':8} {agent / base:.3f} "
+                      f"(agent {agent:.3f}s / none {base:.3f}s; rounds {rounds}; none "
+                      + " ".join(f"{t:.3f}" for t in bench_res["none"][m]) + ")")
     if mem_bench:
         base = mem_bench["none"]
         for k in ("default", "stacks-python", "torch-history"):
