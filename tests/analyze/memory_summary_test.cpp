@@ -50,6 +50,8 @@ tb::SnapshotSegment segment(uint64_t address, uint64_t total, uint64_t allocated
 std::vector<uint8_t> encodedSnapshot(uint64_t ordinal) {
   tb::AllocatorSnapshot snapshot;
   snapshot.point_ordinal = ordinal;
+  // Stacks: all stored at "warmup", some missing at "step".
+  snapshot.flags = tb::kSnapshotHasStacks | (ordinal == 1 ? tb::kSnapshotStacksPartial : 0);
   snapshot.segments.push_back(segment(0x100000000, 2 * kMiB, kMiB, 0, {0, 0}));
   if (ordinal == 1) {
     snapshot.segments.push_back(segment(0x200000000, 20 * kMiB, 20 * kMiB, kSideStream, {0, 0}));
@@ -213,6 +215,8 @@ TEST_F(MemorySummary, SyntheticSnapshotsGiveExactFiguresPerPointPoolAndStream) {
   EXPECT_EQ(points[1]["history"].asString(), "7 records dropped");
   EXPECT_EQ(warmup["name"].asString(), "warmup");
   EXPECT_EQ(warmup["snapshot"].asString(), "taken");
+  EXPECT_EQ(warmup["stacks"].asString(), "complete");
+  EXPECT_EQ(points[1]["stacks"].asString(), "partial");
   ASSERT_EQ(warmup["devices"].size(), 1u);
   const JsonValue& w0 = warmup["devices"][0];
   EXPECT_EQ(w0["cuda_used"].asU64(), 3 * kMiB);
@@ -259,7 +263,8 @@ TEST_F(MemorySummary, SyntheticSnapshotsGiveExactFiguresPerPointPoolAndStream) {
   EXPECT_NE(lines[0].find("\"step\""), std::string::npos) << one.out;
   EXPECT_EQ(one.out.find("warmup"), std::string::npos) << one.out;
   // The point record's drops_before: 7 records were lost in this interval.
-  EXPECT_NE(lines[1].find("history since the previous point: 7 records dropped"), std::string::npos)
+  EXPECT_NE(lines[1].find("history since the previous point: 7 records dropped; stacks partial"),
+            std::string::npos)
       << lines[1];
   EXPECT_EQ(lines[2], "  device 0");
   EXPECT_NE(lines[3].find("CUDA used   45 MiB of 80 GiB (cuMemGetInfo_v2, seq 5)"), std::string::npos);

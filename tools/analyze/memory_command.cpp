@@ -168,6 +168,7 @@ void writeJson(const Bundle& bundle, const MemorySummary& summary,
     json.key("dropped_in_interval").value(point->dropped_in_interval);
     if (!point->snapshot_error.empty()) json.key("snapshot_error").value(point->snapshot_error);
     if (!point->snapshot_at.empty()) json.key("snapshot_at").value(point->snapshot_at);
+    if (point->has_snapshot) json.key("stacks").value(point->stacks);
     json.key("devices").beginArray();
     for (const int32_t device : pointDevices(*point)) {
       const tb::DeviceFigures* figures = findDevice(*point, device);
@@ -243,7 +244,8 @@ void writeText(const MemorySummary& summary, const std::vector<const PointMemory
                    !point->snapshot_error.empty() ? ": " + point->snapshot_error
                    : !point->snapshot_at.empty()  ? " into \"" + point->snapshot_at + "\""
                                                   : "");
-    fmt::format_to(it, "  history since the previous point: {}\n", point->history);
+    fmt::format_to(it, "  history since the previous point: {}{}\n", point->history,
+                   point->has_snapshot && point->stacks == "partial" ? "; stacks partial" : "");
     const std::vector<int32_t> devices = pointDevices(*point);
     if (devices.empty() && point->has_snapshot) fmt::format_to(it, "  nothing reserved\n");
     for (const int32_t device : devices) {

@@ -274,6 +274,8 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
         if (tb::decodeSnapshot(bytes.data(), bytes.size(), &snapshot, &entry.snapshot_error)) {
           entry.snapshot_status = "taken";
           entry.has_snapshot = true;
+          if ((snapshot.flags & tb::kSnapshotStacksPartial) != 0) entry.stacks = "partial";
+          else if ((snapshot.flags & tb::kSnapshotHasStacks) != 0) entry.stacks = "complete";
           entry.devices = tb::aggregateSnapshot(snapshot);
         } else {
           entry.snapshot_status = "undecodable";

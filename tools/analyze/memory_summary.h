@@ -35,6 +35,10 @@ struct PointMemory {
   // (no allocator_snapshot record for the point).
   std::string snapshot_status = "none";
   std::string snapshot_at;  // "coalesced": the point whose snapshot stands for this one
+  // The snapshot's allocation stacks: "off" (none recorded), "complete", or
+  // "partial" (some could not be stored, or symbolizing was skipped: exit and
+  // signal points). Only meaningful with has_snapshot.
+  std::string stacks = "off";
   std::string snapshot_error;  // why it did not decode, when it did not
   bool has_snapshot = false;   // figures below are meaningful
   std::vector<torchbridge::DeviceFigures> devices;  // ascending device
