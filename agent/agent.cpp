@@ -369,6 +369,8 @@ bool emitBlob(channel::BlobKind kind, const void* bytes, uint32_t length, uint64
   return ok;
 }
 
+uint64_t pointsMade() { return g_point_ordinal.load(std::memory_order_relaxed); }
+
 bool emitPoint(const char* name, uint32_t length, channel::PointOrigin origin,
                uint64_t* ordinal_out) {
   Channel* ch = g_active.load(std::memory_order_acquire);

@@ -46,6 +46,11 @@ uint32_t currentTid();
 [[nodiscard]] bool emitPoint(const char* name, uint32_t length, channel::PointOrigin origin,
                              uint64_t* ordinal = nullptr);
 
+// Points made so far in this process (the next point's ordinal). The points
+// watcher compares it with a deferred snapshot's ordinal: a later point means
+// the snapshot would show a later state than its point's, so it is not taken.
+uint64_t pointsMade();
+
 // A point with the state at it: emitPoint(), then the torch bridge's
 // allocator snapshot tagged with the point's ordinal (nothing when the
 // bridge is not loaded). Not for hooks: the snapshot may take PyTorch's

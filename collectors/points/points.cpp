@@ -122,8 +122,13 @@ void* watcherMain(void*) {
     // A capture in progress would see the snapshot's own CUDA calls (and
     // PyTorch's capture-time pool bookkeeping): wait for it to end.
     if (!captureTracker().anyActive()) {
+      // Only while its point is still the latest: after a later point the
+      // snapshot would show a later state than its point's (a fast job can
+      // make several points within one tick); the analyzer then shows the
+      // point as coalesced into the next snapshot.
       const uint64_t pending = g_pending_snapshot.exchange(0, std::memory_order_relaxed);
-      if (pending != 0) agent::torchSnapshotAtPoint(pending - 1, 0);
+      if (pending != 0 && agent::pointsMade() == pending)
+        agent::torchSnapshotAtPoint(pending - 1, 0);
     }
   }
   return nullptr;

@@ -13,6 +13,7 @@
 #include "bundle_writer.h"
 #include "collectors/torch/snapshot_codec.h"
 #include "event_codec.h"
+#include "memory_bundle_builder.h"
 #include "mini_json.h"
 #include "run_tool.h"
 #include "synthetic_bundle.h"
@@ -25,23 +26,12 @@ namespace tb = torchbridge;
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kTotal = uint64_t{80} << 30;
 
-// Record types as the agent registers them (interpose/hooks.def,
-// collectors/record_types.h, collectors/torch/torch_records.h).
-constexpr uint16_t kAlloc = 270, kManaged = 272, kFree = 273, kCreate = 290, kRelease = 291,
-                   kMap = 292, kUnmap = 293, kReserve = 294, kHostAlloc = 300;
-constexpr uint16_t kReleaseFailed = 1281, kPointMemory = 1282, kOther = 1287, kSnapshot = 1041;
+using types::kFree, types::kRelease, types::kUnmap;
 
-// Code of each library (module map) and a caller in none of them.
-constexpr uint64_t kC10 = 0x100000, kNccl = 0x200000, kCublas = 0x300000, kNowhere = 0x900000;
-
-uint64_t pack(uint64_t low, int64_t high) {
-  return static_cast<uint32_t>(low) | (static_cast<uint64_t>(static_cast<uint32_t>(high)) << 32);
-}
-
-// Builds a memory bundle: driver records, and points that each carry
+// A memory bundle (memory_bundle_builder.h) whose points each carry
 // point_device_memory per device, a snapshot with the given reserved bytes
 // per device, and optionally a point_other_processes record.
-class ResidualBundle {
+class ResidualBundle : public MemoryBundleBuilder {
  public:
   struct Other {
     int32_t device;
@@ -51,175 +41,27 @@ class ResidualBundle {
     uint32_t status;
   };
 
-  void add(uint16_t type, channel::RecordClass cls, std::initializer_list<uint64_t> words) {
-    channel::Record r{};
-    r.type = type;
-    r.cls = static_cast<uint8_t>(cls);
-    r.tid = kTid;
-    r.time_ns = kStartMonotonic + 1000 + records_.size();
-    int k = 0;
-    for (const uint64_t word : words) r.a[k++] = word;
-    records_.push_back(r);
-  }
-  void alloc(uint64_t ptr, uint64_t size, uint64_t caller, int32_t device = 0,
-             uint32_t result = 0) {
-    add(kAlloc, channel::RecordClass::kDriverMemory, {ptr, size, pack(result, device), caller});
-  }
-  void managed(uint64_t ptr, uint64_t size, uint64_t caller) {
-    add(kManaged, channel::RecordClass::kDriverMemory, {ptr, size, pack(0, 0), caller, 1});
-  }
-  void free(uint64_t ptr) {
-    add(kFree, channel::RecordClass::kDriverMemory, {ptr, 0, 0, kNowhere});
-  }
-  // location_device -1: a host (NUMA) location.
-  void create(uint64_t handle, uint64_t size, uint64_t caller, int32_t device = 0,
-              uint32_t result = 0) {
-    add(kCreate, channel::RecordClass::kDriverMemory,
-        {handle, size, pack(result, device), caller,
-         pack(device < 0 ? 2 : 1, device < 0 ? 0 : device)});
-  }
-  void release(uint64_t handle) {
-    add(kRelease, channel::RecordClass::kDriverMemory, {handle, 0, 0, kNowhere});
-  }
-  void map(uint64_t ptr, uint64_t size, uint64_t handle, uint32_t result = 0) {
-    add(kMap, channel::RecordClass::kDriverMemory, {ptr, size, result, handle, 0});
-  }
-  void unmap(uint64_t ptr, uint64_t size) {
-    add(kUnmap, channel::RecordClass::kDriverMemory, {ptr, size, 0});
-  }
-  void reserve(uint64_t ptr, uint64_t size, uint64_t caller) {
-    add(kReserve, channel::RecordClass::kDriverMemory, {ptr, size, 0, caller, 0});
-  }
-  void hostAlloc(uint64_t ptr, uint64_t size, uint64_t caller) {
-    add(kHostAlloc, channel::RecordClass::kHostMemory, {ptr, size, 0, caller});
-  }
-  void releaseFailed(uint64_t object, uint16_t release_type) {
-    add(kReleaseFailed, channel::RecordClass::kDriverOther, {object, release_type, 1});
-  }
-
   // A point: `used` and `reserved` by device.
   void point(const std::string& name, std::map<int32_t, std::pair<uint64_t, uint64_t>> devices,
              std::optional<Other> other = std::nullopt) {
-    const uint64_t ordinal = names_.size();
-    names_.push_back(name);
-    sequences_.push_back(records_.size());
-    add(channel::kRecordPoint, channel::RecordClass::kPoint, {ordinal + 1, 0, ordinal, 0});
+    const uint64_t ordinal = MemoryBundleBuilder::point(name);
     tb::AllocatorSnapshot snapshot;
-    snapshot.point_ordinal = ordinal;
     for (const auto& [device, figures] : devices) {
-      add(kPointMemory, channel::RecordClass::kDriverOther,
-          {ordinal, kTotal - figures.first, kTotal, pack(0, device)});
+      add(types::kPointMemory, channel::RecordClass::kDriverOther,
+          {ordinal, kTotal - figures.first, kTotal, packWord(0, device)});
       if (figures.second == 0) continue;
-      tb::SnapshotSegment segment;
-      segment.address = 0x7000000000 + static_cast<uint64_t>(device) * 0x100000000;
-      segment.total_size = figures.second;
-      segment.device = static_cast<int16_t>(device);
-      segment.is_large = true;
-      segment.blocks.push_back({segment.address, figures.second, 0, 0, false, false});
-      snapshot.segments.push_back(segment);
+      snapshot.segments.push_back(
+          testSegment(0x7000000000 + static_cast<uint64_t>(device) * 0x100000000, figures.second,
+                      {0, 0}, 0, static_cast<int16_t>(device)));
     }
     if (other) {
-      add(kOther, channel::RecordClass::kDriverOther,
+      add(types::kOther, channel::RecordClass::kDriverOther,
           {ordinal, static_cast<uint32_t>(other->device), other->bytes,
-           pack(other->processes, other->flags), pack(other->status, 0)});
+           packWord(other->processes, other->flags), packWord(other->status, 0)});
     }
-    snapshots_.push_back(tb::encodeSnapshot(snapshot));
-    add(kSnapshot, channel::RecordClass::kAllocator,
-        {ordinal, 100 + ordinal, pack(0, 1), snapshots_.back().size(), 1});
+    MemoryBundleBuilder::snapshot(ordinal, snapshot);
   }
-
-  void write(const std::string& path) {
-    proto::BundleWriter writer;
-    ASSERT_TRUE(writer.open(path, proto::BundleKind::kMemory).isOk());
-    bundle::Frame frame;
-    bundle::Header* header = frame.mutable_header();
-    header->set_start_monotonic_ns(kStartMonotonic);
-    const auto schema = [&](uint32_t id, const char* name, const char* cls,
-                            std::initializer_list<const char*> words) {
-      bundle::RecordTypeSchema* s = header->add_record_types();
-      s->set_id(id);
-      s->set_name(name);
-      s->set_record_class(cls);
-      for (const char* word : words) s->add_words(word);
-    };
-    const auto alloc_words = {"ptr:hex", "size:u64", "result:u32,device:i32", "caller:addr"};
-    schema(channel::kRecordPoint, "point", "point",
-           {"name:blob", "origin:u64", "ordinal:u64", "drops_before:u64"});
-    schema(kSnapshot, "allocator_snapshot", "allocator",
-           {"ordinal:u64", "data:blob", "part:u32,parts:u32", "total_bytes:u64",
-            "format:u16,status:u16"});
-    schema(kPointMemory, "point_device_memory", "driver_other",
-           {"ordinal:u64", "free:u64", "total:u64", "result:u32,device:i32"});
-    schema(kOther, "point_other_processes", "driver_other",
-           {"ordinal:u64", "device:i32", "bytes:u64", "processes:u32,process_flags:u32",
-            "status:u32,nvml_result:u32"});
-    schema(kAlloc, "cuMemAlloc_v2", "driver_memory", alloc_words);
-    schema(kManaged, "cuMemAllocManaged", "driver_memory",
-           {"ptr:hex", "size:u64", "result:u32,device:i32", "caller:addr", "flags:u32"});
-    schema(kFree, "cuMemFree_v2", "driver_memory", {"ptr:hex", "", "result:u32", "caller:addr"});
-    schema(kCreate, "cuMemCreate", "driver_memory",
-           {"handle:hex", "size:u64", "result:u32,device:i32", "caller:addr",
-            "location_type:u32,location_id:i32"});
-    schema(kRelease, "cuMemRelease", "driver_memory",
-           {"handle:hex", "", "result:u32", "caller:addr"});
-    schema(kMap, "cuMemMap", "driver_memory",
-           {"ptr:hex", "size:u64", "result:u32", "handle:hex", "offset:u64"});
-    schema(kUnmap, "cuMemUnmap", "driver_memory", {"ptr:hex", "size:u64", "result:u32"});
-    schema(kReserve, "cuMemAddressReserve", "driver_memory",
-           {"ptr:hex", "size:u64", "result:u32", "caller:addr", "alignment:u64"});
-    schema(kHostAlloc, "cuMemHostAlloc", "host_memory",
-           {"ptr:hex", "size:u64", "result:u32,flags:u32", "caller:addr"});
-    schema(kReleaseFailed, "release_failed", "driver_other",
-           {"ptr:hex", "release_type:u16", "result:u32"});
-    ASSERT_TRUE(writer.write(frame).isOk());
-
-    frame.Clear();
-    const auto module = [&](uint64_t start, const char* path) {
-      bundle::Module* m = frame.mutable_modules()->add_modules();
-      m->set_start(start);
-      m->set_end(start + 0x10000);
-      m->set_path(path);
-    };
-    module(kC10, "/opt/torch/lib/libc10_cuda.so");
-    module(kNccl, "/usr/lib/libnccl.so.2");
-    module(kCublas, "/usr/lib/libcublas.so.13");
-    ASSERT_TRUE(writer.write(frame).isOk());
-
-    frame.Clear();
-    for (size_t i = 0; i < names_.size(); ++i) {
-      bundle::Blob* name = frame.mutable_interned()->add_blobs();
-      name->set_id(i + 1);
-      name->set_kind(static_cast<uint32_t>(channel::BlobKind::kString));
-      name->set_data(names_[i]);
-      bundle::Blob* snap = frame.mutable_interned()->add_blobs();
-      snap->set_id(100 + i);
-      snap->set_kind(static_cast<uint32_t>(channel::BlobKind::kSnapshot));
-      snap->set_data(std::string(snapshots_[i].begin(), snapshots_[i].end()));
-    }
-    ASSERT_TRUE(writer.write(frame).isOk());
-
-    proto::EventBatchEncoder encoder;
-    for (size_t i = 0; i < records_.size(); ++i) ASSERT_TRUE(encoder.add(i, records_[i]));
-    frame.Clear();
-    encoder.finish(frame.mutable_events());
-    ASSERT_TRUE(writer.write(frame).isOk());
-    for (size_t i = 0; i < names_.size(); ++i) {
-      frame.Clear();
-      bundle::Point* point = frame.mutable_point();
-      point->set_sequence(sequences_[i]);
-      point->set_name(names_[i]);
-      point->set_origin("explicit");
-      point->set_ordinal(i);
-      ASSERT_TRUE(writer.write(frame).isOk());
-    }
-    ASSERT_TRUE(writer.close().isOk());
-  }
-
- private:
-  std::vector<channel::Record> records_;
-  std::vector<std::string> names_;
-  std::vector<uint64_t> sequences_;
-  std::vector<std::vector<uint8_t>> snapshots_;
+  void write(const std::string& path) { MemoryBundleBuilder::write(path, /*trailer=*/false); }
 };
 
 class MemoryResidual : public ::testing::Test {

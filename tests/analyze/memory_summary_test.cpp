@@ -1,6 +1,7 @@
 // `tcgd-analyze memory summary` as users run it: on a synthetic bundle whose
 // snapshots were encoded by the bridge's own codec, on the real H200 bundle in
 // docs/examples, and on bundles it must refuse or has nothing to say about.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -89,7 +90,7 @@ channel::Record snapshotPart(uint64_t ordinal, uint64_t blob, uint32_t part, uin
 // has its snapshot (a hook-made point's may have been coalesced).
 void writeSnapshotBundle(const std::string& path, bool snapshots,
                          std::array<const char*, 2> origins = {"explicit", "explicit"},
-                         bool first_snapshot = true) {
+                         bool first_snapshot = true, bool first_snapshot_late = false) {
   proto::BundleWriter writer;
   ASSERT_TRUE(writer.open(path, proto::BundleKind::kMemory).isOk());
   bundle::Frame frame;
@@ -149,6 +150,14 @@ void writeSnapshotBundle(const std::string& path, bool snapshots,
     std::erase_if(records, [](const channel::Record& r) {
       return r.type == kTypeSnapshot && r.a[0] == 0;
     });
+  } else if (first_snapshot_late) {
+    // Taken after the second point (a deferred snapshot the watcher took late).
+    auto first = std::find_if(records.begin(), records.end(), [](const channel::Record& r) {
+      return r.type == kTypeSnapshot && r.a[0] == 0;
+    });
+    const channel::Record moved = *first;
+    records.erase(first);
+    records.insert(records.end() - 1, moved);
   }
   proto::EventBatchEncoder encoder;
   std::vector<uint64_t> point_sequences;
@@ -303,6 +312,29 @@ TEST_F(MemorySummary, AHookMadePointWhoseSnapshotWasCoalescedNamesThePointThatHa
   ASSERT_EQ(other["points"].size(), 2u);
   EXPECT_EQ(other["points"][0]["snapshot"].asString(), "none");
   EXPECT_FALSE(other["points"][0].has("snapshot_at"));
+}
+
+TEST_F(MemorySummary, ASnapshotTakenAfterALaterPointIsNotThePointsState) {
+  // A deferred snapshot recorded after the next point: a hook-made point is
+  // coalesced into the next snapshot, any other says "late".
+  const std::string hook = dir_.file("late-hook.tcgd-memory");
+  writeSnapshotBundle(hook, true, {"instantiate", "explicit"}, true, true);
+  const JsonValue json = parsed(runAnalyze({"memory", "summary", hook, "--json"}));
+  ASSERT_EQ(json["points"].size(), 2u);
+  EXPECT_EQ(json["points"][0]["snapshot"].asString(), "coalesced");
+  EXPECT_EQ(json["points"][0]["snapshot_at"].asString(), "step");
+  // The late figures are not shown as the point's (CUDA used still is).
+  ASSERT_EQ(json["points"][0]["devices"].size(), 1u);
+  EXPECT_FALSE(json["points"][0]["devices"][0].has("allocator"));
+  EXPECT_TRUE(json["points"][1]["devices"][0].has("allocator"));
+  EXPECT_EQ(json["points"][1]["snapshot"].asString(), "taken");
+
+  const std::string other = dir_.file("late-explicit.tcgd-memory");
+  writeSnapshotBundle(other, true, {"explicit", "explicit"}, true, true);
+  const JsonValue late = parsed(runAnalyze({"memory", "summary", other, "--json"}));
+  ASSERT_EQ(late["points"].size(), 2u);
+  EXPECT_EQ(late["points"][0]["snapshot"].asString(), "late");
+  EXPECT_EQ(late["points"][0]["snapshot_at"].asString(), "step");
 }
 
 // The committed H200 recording: a CUDA-graph capture between the points.

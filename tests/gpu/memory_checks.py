@@ -97,6 +97,8 @@ def check_auto_points(b, expect, captures):
            "automatic point exit is the last point")
     if exit_point is not None:
         expect(exit_point["snapshot"] == "taken", f"exit: snapshot {exit_point['snapshot']}")
+    late = [p["name"] for p in b.memory.get("points", []) if p["snapshot"] == "late"]
+    expect(not late, f"no deferred snapshot taken after a later point ({late})")
     # A hook-made point's snapshot is deferred to the watcher; capture-end's
     # usually coalesces into the instantiate that follows it (docs/points.md).
     for name in names:

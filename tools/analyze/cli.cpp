@@ -34,6 +34,11 @@ std::optional<std::string> ParsedArgs::value(std::string_view name) const {
   return it->second;
 }
 
+std::vector<std::string> ParsedArgs::values(std::string_view name) const {
+  const auto it = all_values_.find(std::string(name));
+  return it == all_values_.end() ? std::vector<std::string>{} : it->second;
+}
+
 std::string CommandRegistry::join(const std::vector<std::string>& path) {
   std::string joined;
   for (const auto& word : path) {
@@ -76,7 +81,8 @@ std::string CommandRegistry::helpText(const std::vector<std::string>& path) cons
   if (node->command) {
     const CommandSpec& command = *node->command;
     text += "Usage: " + name;
-    for (const auto& argument : command.arguments) text += " " + argument.name;
+    for (const auto& argument : command.arguments)
+      text += argument.optional ? " [" + argument.name + "]" : " " + argument.name;
     text += " [options]\n\n";
     if (!command.description.empty()) text += command.description + "\n\n";
     if (!command.arguments.empty()) {
@@ -161,8 +167,12 @@ ParsedArgs CommandRegistry::parseArguments(const CommandSpec& command,
     } else {
       throw UsageError("option '" + name + "' needs a value (" + option->value_name + ")", help);
     }
+    if (!option->value_name.empty()) parsed.all_values_[name].push_back(parsed.values_[name]);
   }
-  if (parsed.positionals_.size() < command.arguments.size()) {
+  const size_t required = static_cast<size_t>(
+      std::count_if(command.arguments.begin(), command.arguments.end(),
+                    [](const ArgumentSpec& argument) { return !argument.optional; }));
+  if (parsed.positionals_.size() < required) {
     throw UsageError("missing " + command.arguments[parsed.positionals_.size()].name, help);
   }
   if (parsed.positionals_.size() > command.arguments.size()) {

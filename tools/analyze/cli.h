@@ -81,6 +81,7 @@ struct OptionSpec {
 struct ArgumentSpec {
   std::string name;  // "BUNDLE"
   std::string help;
+  bool optional = false;  // may be left out; only after the required ones
 };
 
 class ParsedArgs {
@@ -89,18 +90,22 @@ class ParsedArgs {
   const std::string& positional(size_t i) const { return positionals_.at(i); }
   bool flag(std::string_view name) const { return values_.count(std::string(name)) != 0; }
   std::optional<std::string> value(std::string_view name) const;
+  // Every value an option was given, in command-line order (for options
+  // that may be repeated; value() is the last).
+  std::vector<std::string> values(std::string_view name) const;
 
  private:
   friend class CommandRegistry;
   std::vector<std::string> positionals_;
-  std::map<std::string, std::string> values_;  // flags map to ""
+  std::map<std::string, std::string> values_;  // flags map to ""; the last value wins
+  std::map<std::string, std::vector<std::string>> all_values_;
 };
 
 struct CommandSpec {
   std::vector<std::string> path;        // {"info"} or {"memory", "summary"}
   std::string summary;                  // one line, for the parent's listing
   std::string description;              // paragraphs for its own --help
-  std::vector<ArgumentSpec> arguments;  // all required, in order
+  std::vector<ArgumentSpec> arguments;  // in order; optional ones last
   std::vector<OptionSpec> options;      // --help is implicit
   std::string exit_codes;               // lines for its --help; empty: the default
   std::function<int(const ParsedArgs&, Output&)> run;

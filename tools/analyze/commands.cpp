@@ -7,6 +7,8 @@ void registerBuiltinCommands(CommandRegistry& registry) {
   registerValidateCommand(registry);
   registerDumpCommand(registry);
   registerMemoryCommands(registry);
+  registerCompareCommand(registry);
+  registerTimelineCommand(registry);
 }
 
 }  // namespace tcgd::analyze

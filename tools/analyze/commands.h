@@ -14,6 +14,8 @@ void registerValidateCommand(CommandRegistry& registry);
 void registerDumpCommand(CommandRegistry& registry);
 // The "memory" verb group (memory_command.cpp).
 void registerMemoryCommands(CommandRegistry& registry);
+void registerCompareCommand(CommandRegistry& registry);  // memory compare-points
+void registerTimelineCommand(CommandRegistry& registry);  // memory timeline
 
 // Every command above; later verb groups (memory, tensor) add theirs here.
 void registerBuiltinCommands(CommandRegistry& registry);

@@ -27,6 +27,8 @@ struct SnapshotAssembly {
   tb::SnapshotParts parts;
   uint16_t status = 0;
   bool missing_part = false;  // a part whose blob could not be pushed or is not in the file
+  uint64_t sequence = 0;      // of its first part record
+  bool seen = false;
 };
 
 const char* snapshotStatusName(uint16_t status) {
@@ -113,37 +115,54 @@ std::string intervalHistory(const bundle::Point& point, uint64_t from,
 
 namespace {
 
+// The first point after `point` that precedes `sequence` (a snapshot
+// record's), or null. `by_sequence`: every point, in sequence order.
+const bundle::Point* laterPointBefore(const std::vector<const bundle::Point*>& by_sequence,
+                                      const bundle::Point& point, uint64_t sequence) {
+  auto next = std::upper_bound(
+      by_sequence.begin(), by_sequence.end(), point.sequence(),
+      [](uint64_t seq, const bundle::Point* p) { return seq < p->sequence(); });
+  return next != by_sequence.end() && (*next)->sequence() < sequence ? *next : nullptr;
+}
+
+// Points whose snapshot the agent may defer to its watcher: those made
+// inside driver hooks, and NVTX points made while a capture is in progress.
+bool deferrable(const std::string& origin) {
+  return origin == "capture_end" || origin == "instantiate" || origin == "graph_launch" ||
+         origin == "nvtx";
+}
+
 // Points made inside driver hooks defer their snapshot to the agent's
 // watcher, and deferred requests coalesce: of capture-end/1 and the
 // instantiate/1 that follows it a moment later, only instantiate/1 gets one.
 // Such a point says so and names the point whose snapshot stands for it,
 // rather than looking as if its snapshot were lost. A capture-begin in
-// between does not end the chain (the watcher waits for the capture).
-bool hookMade(const std::string& origin) {
-  return origin == "capture_end" || origin == "instantiate" || origin == "graph_launch";
-}
-
+// between does not end the chain (the watcher waits for the capture). A
+// deferred snapshot taken after a later point ("late") is not its point's
+// state either: the nearest later snapshot stands for it.
 void markCoalescedSnapshots(std::vector<PointMemory>* points) {
-  const PointMemory* stands_for = nullptr;  // the later hook-made point with a snapshot
+  const PointMemory* stands_for = nullptr;  // the nearest later point with a snapshot
   for (auto it = points->rbegin(); it != points->rend(); ++it) {
-    const std::string& origin = it->point->origin();
-    if (origin == "capture_begin") continue;
-    if (!hookMade(origin)) {
-      stands_for = nullptr;
-      continue;
-    }
-    if (it->snapshot_status == "none" && stands_for != nullptr) {
-      it->snapshot_status = "coalesced";
-      it->snapshot_at = stands_for->point->name();
-    } else if (it->snapshot_status != "none") {
-      stands_for = it->snapshot_status == "taken" ? &*it : nullptr;
+    const std::string& status = it->snapshot_status;
+    if (status == "taken") {
+      stands_for = &*it;
+    } else if ((status == "none" || status == "late") && deferrable(it->point->origin())) {
+      if (stands_for != nullptr) {
+        it->snapshot_status = "coalesced";
+        it->snapshot_at = stands_for->point->name();
+      } else {
+        it->snapshot_status = "none";
+        it->snapshot_at.clear();
+      }
+    } else if (status != "none") {
+      stands_for = nullptr;  // failed, unavailable, ...: the chain ends
     }
   }
 }
 
 }  // namespace
 
-MemorySummary summarizeMemory(const Bundle& bundle) {
+MemorySummary summarizeMemory(const Bundle& bundle, const SummaryOptions& options) {
   MemorySummary summary;
   std::unordered_map<uint32_t, Interest> interest;
   std::map<uint64_t, SnapshotAssembly> snapshots;  // by point ordinal
@@ -161,7 +180,11 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
     return all_points[a].sequence() < all_points[b].sequence();
   });
   std::vector<uint64_t> sequences;
-  for (const size_t index : by_sequence) sequences.push_back(all_points[index].sequence());
+  std::vector<const bundle::Point*> points_by_sequence;
+  for (const size_t index : by_sequence) {
+    sequences.push_back(all_points[index].sequence());
+    points_by_sequence.push_back(&all_points[index]);
+  }
   DriverMemoryReplay replay(bundle, std::move(sequences));
 
   const auto classify = [&](uint32_t type) {
@@ -186,6 +209,10 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
       if (kind == Interest::kSnapshot) {
         summary.any_snapshot_record = true;
         SnapshotAssembly& assembly = snapshots[record.words[0]];
+        if (!assembly.seen) {
+          assembly.seen = true;
+          assembly.sequence = record.sequence;
+        }
         assembly.status = static_cast<uint16_t>(record.words[4] >> 16);
         const BlobInfo* blob = record.words[1] != 0 ? bundle.blob(record.words[1]) : nullptr;
         if (blob == nullptr) {
@@ -262,7 +289,13 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
     auto found = snapshots.find(point.ordinal());
     if (found != snapshots.end()) {
       const SnapshotAssembly& assembly = found->second;
-      if (assembly.status != 0) {
+      // A deferred snapshot (points made inside driver hooks) taken after a
+      // later point shows a later state than its point's: not the point's.
+      const bundle::Point* later = laterPointBefore(points_by_sequence, point, assembly.sequence);
+      if (later != nullptr) {
+        entry.snapshot_status = "late";
+        entry.snapshot_at = later->name();
+      } else if (assembly.status != 0) {
         entry.snapshot_status = snapshotStatusName(assembly.status);
         // Not initialized: the allocator holds nothing yet, which is a state.
         entry.has_snapshot = assembly.status == 3;
@@ -277,6 +310,9 @@ MemorySummary summarizeMemory(const Bundle& bundle) {
           if ((snapshot.flags & tb::kSnapshotStacksPartial) != 0) entry.stacks = "partial";
           else if ((snapshot.flags & tb::kSnapshotHasStacks) != 0) entry.stacks = "complete";
           entry.devices = tb::aggregateSnapshot(snapshot);
+          const auto& keep = options.keep_snapshots;
+          if (std::find(keep.begin(), keep.end(), point.ordinal()) != keep.end())
+            entry.snapshot = std::make_shared<const tb::AllocatorSnapshot>(std::move(snapshot));
         } else {
           entry.snapshot_status = "undecodable";
         }

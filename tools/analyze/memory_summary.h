@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,13 @@ struct PointMemory {
   // NVML said other processes held (point_other_processes), by device.
   std::map<int32_t, DeviceDriverMemory> driver_memory;
   std::map<int32_t, OtherProcessesAtPoint> other_processes;
+  // The decoded snapshot itself (segments and blocks), only for the points
+  // SummaryOptions::keep_snapshots names: compare-points' lifecycle needs it.
+  std::shared_ptr<const torchbridge::AllocatorSnapshot> snapshot;
+};
+
+struct SummaryOptions {
+  std::vector<uint64_t> keep_snapshots;  // point ordinals
 };
 
 struct MemorySummary {
@@ -64,7 +72,7 @@ struct MemorySummary {
 };
 
 // Needs a bundle loaded with LoadOptions::keep_bulk_blobs.
-MemorySummary summarizeMemory(const Bundle& bundle);
+MemorySummary summarizeMemory(const Bundle& bundle, const SummaryOptions& options = {});
 
 // "default (0,0)", "graph-private (1,0)", "user MemPool (0,3)", "other (a,b)".
 std::string poolLabel(const torchbridge::PoolId& pool);

@@ -131,14 +131,21 @@ void DriverMemoryReplay::takePointsBefore(uint64_t sequence) {
 void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
   takePointsBefore(record.sequence);
   const Op op = classify(record.type);
+  effect_ = Effect{.op = op};
   if (op == Op::kNone) return;
   saw_driver_memory_ = true;
   const auto& w = record.words;
   switch (op) {
     case Op::kAlloc:
     case Op::kManaged: {
-      if (!succeeded(w[2])) return;
-      const Allocation allocation{w[1], deviceHalf(w[2]), libraryOf(w[3]), op == Op::kManaged};
+      effect_.size = w[1];
+      effect_.device = deviceHalf(w[2]);
+      effect_.library = libraryOf(w[3]);
+      if (!succeeded(w[2])) {
+        effect_.succeeded = false;
+        return;
+      }
+      const Allocation allocation{w[1], deviceHalf(w[2]), effect_.library, op == Op::kManaged};
       // The same address again without a release (its record was lost):
       // the earlier allocation is gone.
       if (auto old = allocations_.find(w[0]); old != allocations_.end()) {
@@ -152,20 +159,30 @@ void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
       Undo& undo = pending_[{record.type, w[0]}];
       undo = Undo{};
       auto it = allocations_.find(w[0]);
-      if (it == allocations_.end()) return;  // allocated before recording began
+      if (it == allocations_.end()) {  // allocated before recording began
+        effect_.library = libraryOf(w[3]);
+        return;
+      }
+      effect_ = Effect{op, true, true, it->second.device, it->second.library, it->second.size, 0};
       add(it->second.device, it->second.library, it->second.size, it->second.managed, -1);
       undo.allocation = it->second;
       allocations_.erase(it);
       return;
     }
     case Op::kCreate: {
-      if (!succeeded(w[2])) return;
+      effect_.size = w[1];
+      effect_.device = deviceHalf(w[2]);
+      effect_.library = libraryOf(w[3]);
+      if (!succeeded(w[2])) {
+        effect_.succeeded = false;
+        return;
+      }
       if (auto old = handles_.find(w[0]); old != handles_.end()) {
         if (old->second.device >= 0)
           add(old->second.device, old->second.library, old->second.size, false, -1);
         handles_.erase(old);
       }
-      const Handle handle{w[1], deviceHalf(w[2]), libraryOf(w[3])};
+      const Handle handle{w[1], effect_.device, effect_.library};
       handles_[w[0]] = handle;
       if (handle.device >= 0) add(handle.device, handle.library, handle.size, false, 1);
       return;
@@ -174,19 +191,29 @@ void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
       Undo& undo = pending_[{record.type, w[0]}];
       undo = Undo{};
       auto it = handles_.find(w[0]);
+      effect_.library = libraryOf(w[3]);
       if (it == handles_.end() || it->second.released) return;
+      effect_ = Effect{op, true, true, it->second.device, it->second.library, it->second.size, 0};
       it->second.released = true;
       undo.handle_release = true;
       handleDead(w[0], undo);
       return;
     }
     case Op::kMap: {
-      if (!succeeded(w[2])) return;
+      effect_.size = w[1];
+      effect_.handle = w[3];
+      if (!succeeded(w[2])) {
+        effect_.succeeded = false;
+        return;
+      }
       auto handle = handles_.find(w[3]);
       if (handle == handles_.end()) {
         ++unknown_handle_maps_;
         return;
       }
+      effect_.known = true;
+      effect_.device = handle->second.device;
+      effect_.library = handle->second.library;
       // A mapping still at this address lost its cuMemUnmap record.
       if (auto old = mappings_.find(w[0]); old != mappings_.end()) {
         Undo ignored;
@@ -205,9 +232,16 @@ void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
       undo = Undo{};
       // Every mapping that starts inside the unmapped range.
       const uint64_t end = w[0] + w[1];
+      effect_.size = w[1];
       for (auto it = mappings_.lower_bound(w[0]); it != mappings_.end() && it->first < end;) {
         undo.mappings.emplace_back(it->first, it->second);
         if (auto handle = handles_.find(it->second.handle); handle != handles_.end()) {
+          if (!effect_.known) {
+            effect_.known = true;
+            effect_.handle = it->second.handle;
+            effect_.device = handle->second.device;
+            effect_.library = handle->second.library;
+          }
           if (handle->second.mappings > 0) --handle->second.mappings;
           handleDead(it->second.handle, undo);
         }

@@ -63,7 +63,40 @@ class DriverMemoryReplay {
   // `point_sequences`: the points' sequences in point order.
   DriverMemoryReplay(const Bundle& bundle, std::vector<uint64_t> point_sequences);
 
+  // What a record is to the replay, by its schema's name.
+  enum class Op : uint8_t {
+    kNone,
+    kAlloc,
+    kManaged,
+    kFree,
+    kCreate,
+    kRelease,
+    kMap,
+    kUnmap,
+    kReleaseFailed
+  };
+  static constexpr uint32_t kNoLibrary = UINT32_MAX;
+  // What observe() made of the last record, for readers that follow the
+  // events one by one (memory_history.h). A release takes its size, device
+  // and library from what it releases; cuMemUnmap from the first mapping in
+  // its range (it names no caller).
+  struct Effect {
+    Op op = Op::kNone;
+    bool succeeded = true;  // the call returned 0 (releases: recorded before the call)
+    bool known = false;     // a release: what it releases was allocated while recording
+    int32_t device = -1;
+    uint32_t library = kNoLibrary;  // libraryName()
+    uint64_t size = 0;
+    uint64_t handle = 0;  // cuMemMap, cuMemUnmap: the handle mapped
+  };
+
   void observe(const proto::DecodedRecord& record);
+  const Effect& lastEffect() const { return effect_; }
+  Op classify(uint32_t type);
+  // The library of a caller address (module basename, "unknown"), interned.
+  uint32_t libraryOf(uint64_t caller);
+  const std::string& libraryName(uint32_t library) const { return libraries_[library]; }
+  bool isAllocator(uint32_t library) const { return library_is_allocator_[library]; }
   // Takes the state for the points not reached yet (those after the last record).
   void finish();
 
@@ -77,17 +110,6 @@ class DriverMemoryReplay {
   uint64_t unknownHandleMaps() const { return unknown_handle_maps_; }
 
  private:
-  enum class Op : uint8_t {
-    kNone,
-    kAlloc,
-    kManaged,
-    kFree,
-    kCreate,
-    kRelease,
-    kMap,
-    kUnmap,
-    kReleaseFailed
-  };
   struct Allocation {
     uint64_t size;
     int32_t device;
@@ -113,8 +135,6 @@ class DriverMemoryReplay {
     std::vector<std::pair<uint64_t, Handle>> dropped_handles;  // as they were when dropped
   };
 
-  Op classify(uint32_t type);
-  uint32_t libraryOf(uint64_t caller);
   void add(int32_t device, uint32_t library, uint64_t size, bool managed, int64_t sign);
   // Drops a released handle with no mapping left, saving it in `undo`.
   void handleDead(uint64_t id, Undo& undo);
@@ -136,6 +156,7 @@ class DriverMemoryReplay {
   // Running totals: (device, library) -> bytes; managed bytes by device.
   std::map<std::pair<int32_t, uint32_t>, int64_t> live_;
   std::map<int32_t, int64_t> live_managed_;
+  Effect effect_;
   bool saw_driver_memory_ = false;
   uint64_t unknown_handle_maps_ = 0;
 };

@@ -1,0 +1,98 @@
+// Builds synthetic memory bundles for the analyzer's memory tests with the
+// real writer and encoder: driver memory records, the torch bridge's
+// allocator records, points with their allocator snapshots (encoded by the
+// bridge's own codec) and a trailer, under the schemas the agent registers.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "channel/record.h"
+#include "collectors/torch/snapshot_codec.h"
+
+namespace tcgd::analyze::testing {
+
+// Record types as the agent registers them (interpose/hooks.def,
+// collectors/record_types.h, collectors/torch/torch_records.h).
+namespace types {
+inline constexpr uint16_t kAlloc = 270, kManaged = 272, kFree = 273, kAllocAsync = 280,
+                          kFreeAsync = 284, kCreate = 290, kRelease = 291, kMap = 292, kUnmap = 293,
+                          kReserve = 294, kAddressFree = 295, kHostAlloc = 300, kHostFree = 302;
+inline constexpr uint16_t kReleaseFailed = 1281, kPointMemory = 1282, kOther = 1287;
+// 1024 + TraceEntry::Action.
+inline constexpr uint16_t kTraceAlloc = 1024, kTraceFreeRequested = 1025,
+                          kTraceFreeCompleted = 1026, kTraceSegmentAlloc = 1027,
+                          kTraceSegmentFree = 1028, kTraceSegmentMap = 1029,
+                          kTraceSegmentUnmap = 1030, kTraceSnapshotTaken = 1031, kTraceOom = 1032;
+inline constexpr uint16_t kSnapshot = 1041, kTorchStatus = 1042;
+}  // namespace types
+
+// Code of each library in the bundle's module map, and a caller in none.
+inline constexpr uint64_t kC10 = 0x100000, kNccl = 0x200000, kCublas = 0x300000,
+                          kNowhere = 0x900000;
+
+// "result:u32,device:i32" and the like.
+uint64_t packWord(uint64_t low, int64_t high);
+
+class MemoryBundleBuilder {
+ public:
+  void add(uint16_t type, channel::RecordClass cls, std::initializer_list<uint64_t> words,
+           uint8_t flags = 0);
+
+  // Driver calls (words as the hooks record them).
+  void alloc(uint64_t ptr, uint64_t size, uint64_t caller, int32_t device = 0, uint32_t result = 0);
+  void allocAsync(uint64_t ptr, uint64_t size, uint64_t caller, uint64_t stream);
+  void managed(uint64_t ptr, uint64_t size, uint64_t caller);
+  void free(uint64_t ptr, uint64_t caller = kNowhere);
+  // location_device -1: a host (NUMA) location.
+  void create(uint64_t handle, uint64_t size, uint64_t caller, int32_t device = 0,
+              uint32_t result = 0);
+  void release(uint64_t handle, uint64_t caller = kNowhere);
+  void map(uint64_t ptr, uint64_t size, uint64_t handle, uint32_t result = 0);
+  void unmap(uint64_t ptr, uint64_t size);
+  void reserve(uint64_t ptr, uint64_t size, uint64_t caller);
+  void hostAlloc(uint64_t ptr, uint64_t size, uint64_t caller);
+  void hostFree(uint64_t ptr, uint64_t caller);
+  void releaseFailed(uint64_t object, uint16_t release_type);
+
+  // An allocator trace record (types::kTrace*).
+  void trace(uint16_t type, uint64_t address, uint64_t size, torchbridge::PoolId pool,
+             uint64_t stream = 0, uint8_t device = 0);
+  // allocator_status (1 attached, 2 backend unavailable, ...).
+  void torchStatus(uint32_t status);
+
+  // A point record (and its Point frame at write()); returns its ordinal.
+  // `drops_before`: records dropped since the session began, as the agent
+  // counts them at the point.
+  uint64_t point(const std::string& name, uint64_t drops_before = 0,
+                 const std::string& origin = "explicit");
+  // The allocator_snapshot record (one part) of point `ordinal`, here.
+  void snapshot(uint64_t ordinal, const torchbridge::AllocatorSnapshot& snapshot);
+  // A point followed by its snapshot.
+  uint64_t pointWithSnapshot(const std::string& name,
+                             const std::vector<torchbridge::SnapshotSegment>& segments,
+                             uint64_t drops_before = 0);
+
+  size_t records() const { return records_.size(); }
+  // Writes `path`; with `trailer`, a complete trailer counting `dropped`
+  // driver_memory records.
+  void write(const std::string& path, bool trailer = true, uint64_t dropped = 0) const;
+
+ private:
+  uint64_t addBlob(uint32_t kind, std::string data);
+
+  std::vector<channel::Record> records_;
+  std::vector<std::string> names_;
+  std::vector<uint64_t> sequences_;
+  std::vector<std::string> origins_;
+  std::vector<std::pair<uint32_t, std::string>> blobs_;  // blob id i + 1: (kind, data)
+};
+
+// One large segment with one allocated block of `allocated` bytes.
+torchbridge::SnapshotSegment testSegment(uint64_t address, uint64_t size, torchbridge::PoolId pool,
+                                         uint64_t allocated = 0, int16_t device = 0);
+
+}  // namespace tcgd::analyze::testing
