@@ -38,6 +38,10 @@ const agent::RecordTypeInfo kCollectorTypes[] = {
      {"ordinal:u64", "device:i32", "bytes:u64", "processes:u32,process_flags:u32",
       "status:u32,nvml_result:u32"},
      nullptr},
+    {kRecordNativeStack, RecordClass::kDriverOther, "native_stack",
+     {"stack:blob", "alloc_type:u16,frames:u8,status:u8,truncated:u8", "object:hex", "hash:hex",
+      ""},
+     nullptr},
 };
 
 [[maybe_unused]] const bool kRegistered = [] {

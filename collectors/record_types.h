@@ -71,4 +71,24 @@ inline constexpr uint32_t kOtherProcessesSelfSeen = 1;
 // those are counted in `processes` but not in `bytes`.
 inline constexpr uint32_t kOtherProcessesSizeUnknown = 2;
 
+// The native stack of the allocation record that follows it on the same
+// thread (TCGD_MEMORY_STACKS=native or all; collectors/memory/native_stacks.h,
+// docs/memory-stacks.md): a0 stack:blob (a BlobKind::kStack blob, 0 when
+// none), a1 "alloc_type:u16,frames:u8,status:u8,truncated:u8" (the
+// allocation's record type; NativeStackStatus), a2 object:hex (the
+// allocation's first word: pointer or handle, 0 when the call failed),
+// a3 hash:hex (of the frames; equal hashes are equal stacks, so a record
+// without a blob can still be named by another with the same hash).
+inline constexpr uint16_t kRecordNativeStack = 1288;
+
+// kRecordNativeStack statuses. Never renumber: stored in bundles.
+enum class NativeStackStatus : uint8_t {
+  kOk = 0,
+  kTableFull = 1,    // the intern table had no room: no blob
+  kPushFailed = 2,   // the payload ring was full: no blob (a later one retries)
+  kBusy = 3,         // another thread was pushing this stack's blob: see the hash
+  kUnavailable = 4,  // no lock-free unwinder here (glibc < 2.35)
+  kEmpty = 5,        // no frame outside libtcgd.so
+};
+
 }  // namespace tcgd::collectors

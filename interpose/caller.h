@@ -19,4 +19,21 @@ namespace tcgd::interpose {
 // placed.
 uint64_t attributeCaller(void* return_address);
 
+// The longest native stack captureStack() records (innermost frames kept).
+inline constexpr int kMaxStackFrames = 32;
+
+// The calling thread's return addresses, innermost first, starting at the
+// first frame outside libtcgd.so (the agent's own frames are not the job's
+// stack). At most `max` frames; *truncated says whether the walk stopped at
+// the limit. Returns the frame count, or -1 when stacks cannot be taken
+// lock-free here (no _dl_find_object: glibc < 2.35). Lock-free and
+// allocation-free, like attributeCaller().
+int captureStack(uint64_t* frames, int max, bool* truncated);
+
+// Where a code address lies: its module's load bias (address - bias is the
+// address in the ELF file, what symbol tables hold) and path (the main
+// program's path is read once from /proc/self/exe; "[main]" if that fails).
+// False when no loaded object holds it. Lock-free and allocation-free.
+bool placeAddress(uint64_t address, uint64_t* bias, const char** path);
+
 }  // namespace tcgd::interpose

@@ -16,6 +16,7 @@
 #include "collectors/driver_info.h"
 #include "collectors/graph/graph_inventory.h"  // hooks.def: inventory at capture end
 #include "collectors/memory/driver_memory.h"
+#include "collectors/memory/native_stacks.h"  // hooks.def: stacks of allocations
 #include "collectors/points/points.h"  // automatic points in hooks.def's post actions
 #include "emit.h"
 #include "interpose/cuda_api.h"

@@ -41,6 +41,11 @@ std::mutex g_attach_mutex;
 // mutex, possibly with the GIL held by this thread: no GIL, no PyTorch
 // call, no allocation, no lock, no exception. One record through the
 // agent's lock-free emit; the record's timestamp is taken by emit.
+// No native stack here, even with TCGD_MEMORY_STACKS=native or all: a walk
+// costs 2-4 us (docs/memory-stacks.md), this runs for every block a tensor
+// takes from the cache, under the lock every allocating thread needs; the
+// driver hooks under SEGMENT_ALLOC/SEGMENT_MAP already record the stack of
+// each segment, and "all" has PyTorch's own C++ frames per block.
 void onTrace(const TraceEntry& te) {
   const auto action = static_cast<unsigned>(te.action_);
   if (action > TraceEntry::OOM) return;  // an action this build does not know

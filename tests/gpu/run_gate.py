@@ -325,6 +325,7 @@ MEMORY_BENCH = {
     "none": (False, {}, "plain"),
     "default": (True, {}, "plain"),
     "stacks-python": (True, {"TCGD_MEMORY_STACKS": "python"}, "plain"),
+    "stacks-native": (True, {"TCGD_MEMORY_STACKS": "native"}, "plain"),
     "torch-history": (False, {}, "torch-history"),
 }
 
@@ -402,7 +403,7 @@ def main():
                       + " ".join(f"{t:.3f}" for t in bench_res["none"][m]) + ")")
     if mem_bench:
         base = mem_bench["none"]
-        for k in ("default", "stacks-python", "torch-history"):
+        for k in ("default", "stacks-python", "stacks-native", "torch-history"):
             if k in mem_bench:
                 print(f"{'bench step ' + k:28} {'ratio':8} {mem_bench[k] / base:.3f} "
                       f"({mem_bench[k] * 1e3:.2f} ms / none {base * 1e3:.2f} ms)")

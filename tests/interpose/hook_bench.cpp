@@ -5,16 +5,32 @@
 //
 // libtcgd.so and the fake driver are loaded with dlopen, so one process has
 // both the direct and the hooked address of each entry point.
+//
+// Native stacks (docs/memory-stacks.md): TCGD_MEMORY_STACKS is read once per
+// process, so the hooked alloc+free benchmarks run a second time in a child
+// process with TCGD_MEMORY_STACKS=native (this program, run again), and the
+// two are printed side by side at the end. BM_AllocFreeHookedDeep allocates
+// 40 frames down, so the stack walk hits its 32-frame limit.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
+#include <spawn.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include <benchmark/benchmark.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
+
+extern char** environ;
 
 namespace {
 
@@ -103,10 +119,66 @@ void BM_LaunchHooked(benchmark::State& state) { launchLoop(state, setup().hooked
 void BM_AllocFreeDirect(benchmark::State& state) { allocFreeLoop(state, setup().direct); }
 void BM_AllocFreeHooked(benchmark::State& state) { allocFreeLoop(state, setup().hooked); }
 
+// Runs the hooked loop `depth` calls further down the stack.
+[[gnu::noinline]] void deepAllocFree(benchmark::State& state, int depth) {
+  if (depth > 0) {
+    deepAllocFree(state, depth - 1);
+    benchmark::ClobberMemory();  // not a tail call: the frame stays
+    return;
+  }
+  allocFreeLoop(state, setup().hooked);
+}
+void BM_AllocFreeHookedDeep(benchmark::State& state) { deepAllocFree(state, 40); }
+
 BENCHMARK(BM_LaunchDirect);
 BENCHMARK(BM_LaunchHooked);
 BENCHMARK(BM_AllocFreeDirect);
 BENCHMARK(BM_AllocFreeHooked);
+BENCHMARK(BM_AllocFreeHookedDeep);
+
+// Where a child run with native stacks writes "name ns-per-item" lines.
+constexpr const char* kChildResultsEnv = "TCGD_HOOK_BENCH_NATIVE_RESULTS";
+
+// Runs this program again with TCGD_MEMORY_STACKS=native on the hooked
+// alloc+free benchmarks; returns their nanoseconds per item.
+std::map<std::string, double> runNativeChild(int argc, char** argv) {
+  char path[] = "/tmp/tcgd-hook-bench-native-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return {};
+  close(fd);
+  std::vector<std::string> args(argv, argv + argc);
+  args.push_back("--benchmark_filter=^BM_AllocFreeHooked");
+  std::vector<char*> child_argv;
+  for (std::string& a : args) child_argv.push_back(a.data());
+  child_argv.push_back(nullptr);
+  std::vector<std::string> env_text = {std::string(kChildResultsEnv) + "=" + path,
+                                       "TCGD_MEMORY_STACKS=native"};
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    if (entry.rfind("TCGD_MEMORY_STACKS=", 0) != 0 && entry.rfind(kChildResultsEnv, 0) != 0)
+      env_text.push_back(entry);
+  }
+  std::vector<char*> child_env;
+  for (std::string& e : env_text) child_env.push_back(e.data());
+  child_env.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  std::map<std::string, double> out;
+  if (posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, child_argv.data(),
+                  child_env.data()) == 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    std::ifstream in(path);
+    std::string name;
+    double ns = 0;
+    while (in >> name >> ns) out[name] = ns;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  unlink(path);
+  return out;
+}
 
 // Prints, after the usual table, the added nanoseconds per intercepted call
 // (hooked minus direct, per item) for each pair.
@@ -123,8 +195,17 @@ class AddedCostReporter : public benchmark::ConsoleReporter {
     }
     ConsoleReporter::ReportRuns(runs);
   }
+  explicit AddedCostReporter(std::map<std::string, double> native = {})
+      : native_ns_(std::move(native)) {}
+
   void Finalize() override {
     ConsoleReporter::Finalize();
+    if (const char* results = getenv(kChildResultsEnv)) {
+      std::ofstream out(results);
+      for (const auto& [name, ns] : per_item_ns_) out << name << ' ' << ns << '\n';
+      return;
+    }
+    printNativeStacks();
     const std::pair<const char*, const char*> pairs[] = {
         {"BM_LaunchDirect", "BM_LaunchHooked"},
         {"BM_AllocFreeDirect", "BM_AllocFreeHooked"},
@@ -141,15 +222,37 @@ class AddedCostReporter : public benchmark::ConsoleReporter {
   }
 
  private:
+  void printNativeStacks() const {
+    if (native_ns_.empty()) return;
+    std::printf("\nnative stacks (TCGD_MEMORY_STACKS none vs native; alloc+free, per call):\n");
+    for (const char* name : {"BM_AllocFreeHooked", "BM_AllocFreeHookedDeep"}) {
+      auto none = per_item_ns_.find(name);
+      auto native = native_ns_.find(name);
+      if (none == per_item_ns_.end() || native == native_ns_.end()) continue;
+      // Two calls per item, one of them an allocation (which walks the stack).
+      std::printf("  %-28s %7.1f ns none  %7.1f ns native  x%.2f  %+7.1f ns per allocation\n",
+                  name, none->second, native->second, native->second / none->second,
+                  2 * (native->second - none->second));
+    }
+  }
+
   std::map<std::string, double> per_item_ns_;
+  std::map<std::string, double> native_ns_;
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::map<std::string, double> native;
+  if (getenv(kChildResultsEnv) == nullptr) {
+    // Before this process loads libtcgd.so (setup()), so the child starts
+    // from nothing; this process records without stacks.
+    native = runNativeChild(argc, argv);
+    setenv("TCGD_MEMORY_STACKS", "none", 1);
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  AddedCostReporter reporter;
+  AddedCostReporter reporter(std::move(native));
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

@@ -8,6 +8,7 @@ void registerBuiltinCommands(CommandRegistry& registry) {
   registerDumpCommand(registry);
   registerMemoryCommands(registry);
   registerCompareCommand(registry);
+  registerMemoryStacksCommand(registry);
   registerTimelineCommand(registry);
 }
 

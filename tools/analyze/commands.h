@@ -15,6 +15,8 @@ void registerDumpCommand(CommandRegistry& registry);
 // The "memory" verb group (memory_command.cpp).
 void registerMemoryCommands(CommandRegistry& registry);
 void registerCompareCommand(CommandRegistry& registry);  // memory compare-points
+// "memory stacks" (stacks_command.cpp), after the memory group.
+void registerMemoryStacksCommand(CommandRegistry& registry);
 void registerTimelineCommand(CommandRegistry& registry);  // memory timeline
 
 // Every command above; later verb groups (memory, tensor) add theirs here.
