@@ -65,6 +65,46 @@ if ((${#missing[@]})); then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# ---- headless Chromium (optional) -------------------------------------------
+# The test that opens report.html in a browser (tests/analyze/
+# report_chromium_test.cpp) needs a headless Chromium. Debian ships it as a
+# plain package, chromium-headless-shell; Ubuntu's chromium packages only
+# install a snap, which this script does not use: there the test skips and
+# says what is missing. TCGD_CHROMIUM may name another binary.
+chromium_found() {
+  local candidate
+  for candidate in "${TCGD_CHROMIUM:-}" chromium-headless-shell chromium chrome-headless-shell; do
+    [[ -n "$candidate" ]] && command -v "$candidate" >/dev/null &&
+      "$candidate" --version >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+chromium_candidate() {
+  # Read whole first: grep -q closing the pipe early would fail it under pipefail.
+  local policy
+  policy=$(apt-cache policy chromium-headless-shell 2>/dev/null || true)
+  [[ $policy =~ Candidate:\ [0-9] ]]
+}
+if ! chromium_found; then
+  if ((check_only)); then
+    say "optional: no headless Chromium (the report.html browser test skips); run scripts/setup-deps.sh"
+  elif ! command -v apt-get >/dev/null; then
+    say "optional: no headless Chromium and no apt-get: install chromium-headless-shell for the report.html test"
+  else
+    csudo=""
+    [[ $(id -u) -ne 0 ]] && command -v sudo >/dev/null && csudo="sudo"
+    chromium_candidate || $csudo apt-get update -qq || true
+    if chromium_candidate; then
+      say "installing chromium-headless-shell (the report.html browser test)"
+      DEBIAN_FRONTEND=noninteractive $csudo apt-get install -y -qq --no-install-recommends \
+        chromium-headless-shell >/dev/null ||
+        say "could not install chromium-headless-shell: the report.html browser test will skip"
+    else
+      say "no chromium-headless-shell package here (Ubuntu ships Chromium as a snap only): the report.html browser test will skip"
+    fi
+  fi
+fi
+
 # ---- CUDA toolkit headers ---------------------------------------------------
 cuda_include=""
 for dir in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda /usr/local/cuda-13.0 /usr/local/cuda-13 /usr; do

@@ -96,6 +96,24 @@ void MemoryBundleBuilder::torchStatus(uint32_t status) {
   add(types::kTorchStatus, RecordClass::kAllocator, {status, 0, 0, 0});
 }
 
+void MemoryBundleBuilder::deviceMemory(uint64_t ordinal, uint64_t free, uint64_t total, int32_t device) {
+  add(types::kPointMemory, RecordClass::kDriverOther, {ordinal, free, total, packWord(0, device)});
+}
+
+void MemoryBundleBuilder::identity(int32_t rank, int32_t world_size, const std::string& group_id,
+                                   const std::string& run_name) {
+  has_identity_ = true;
+  rank_ = rank;
+  world_size_ = world_size;
+  group_id_ = group_id;
+  run_name_ = run_name;
+}
+
+void MemoryBundleBuilder::endReason(const std::string& reason, int32_t signal) {
+  end_reason_ = reason;
+  signal_ = signal;
+}
+
 uint64_t MemoryBundleBuilder::addBlob(uint32_t kind, std::string data) {
   blobs_.emplace_back(kind, std::move(data));
   return blobs_.size();
@@ -137,6 +155,12 @@ void MemoryBundleBuilder::write(const std::string& path, bool trailer, uint64_t 
   bundle::Frame frame;
   bundle::Header* header = frame.mutable_header();
   header->set_start_monotonic_ns(kStartMonotonic);
+  if (has_identity_) {
+    header->set_rank(rank_);
+    header->set_world_size(world_size_);
+    header->set_group_id(group_id_);
+    header->set_run_name(run_name_);
+  }
   const auto schema = [&](uint32_t id, const char* name, const char* cls,
                           std::initializer_list<const char*> words, const char* flags = nullptr) {
     bundle::RecordTypeSchema* s = header->add_record_types();
@@ -194,6 +218,22 @@ void MemoryBundleBuilder::write(const std::string& path, bool trailer, uint64_t 
          {"ptr:hex", "", "result:u32", "caller:addr"});
   schema(types::kReleaseFailed, "release_failed", "driver_other",
          {"ptr:hex", "release_type:u16", "result:u32"});
+  schema(types::kNativeStack, "native_stack", "driver_other",
+         {"stack:blob", "alloc_type:u16,frames:u8,status:u8,truncated:u8", "object:hex",
+          "hash:hex"});
+  schema(types::kBeginCapture, "cuStreamBeginCapture_v2", "driver_graph",
+         {"stream:hex", "", "result:u32,mode:u32", "caller:addr"});
+  schema(types::kEndCapture, "cuStreamEndCapture", "driver_graph", {"stream:hex", "graph:hex", "result:u32"});
+  schema(types::kInstantiate, "cuGraphInstantiateWithFlags", "driver_graph",
+         {"exec:hex", "graph:hex", "result:u32", "", "flags:u64"});
+  for (const auto& [type, name] : {std::pair{types::kGraphLaunch, "cuGraphLaunch"},
+                                   std::pair{types::kRuntimeGraphLaunch, "cudaGraphLaunch"}})
+    schema(type, name, "driver_graph", {"exec:hex", "", "result:u32", "", "stream:hex"});
+  schema(types::kExecDestroy, "cuGraphExecDestroy", "driver_graph", {"exec:hex", "", "result:u32"}, "pending:bool");
+  schema(types::kGraphDestroy, "cuGraphDestroy", "driver_graph", {"graph:hex", "", "result:u32"}, "pending:bool");
+  schema(types::kGraphInventory, "graph_inventory", "driver_graph",
+         {"graph:hex", "stream:hex", "nodes:u32,examined:u16,truncated:u8,status:u8",
+          "kernel:u16,memcpy:u16,memset:u16,host:u16", "child_graph:u16,empty:u16,mem_alloc:u16,mem_free:u16"});
   ASSERT_TRUE(writer.write(frame).isOk());
 
   frame.Clear();
@@ -235,7 +275,8 @@ void MemoryBundleBuilder::write(const std::string& path, bool trailer, uint64_t 
     frame.Clear();
     bundle::Trailer* t = frame.mutable_trailer();
     t->set_complete(dropped == 0);
-    t->set_end_reason("normal exit");
+    t->set_end_reason(end_reason_);
+    t->set_signal(signal_);
     t->set_records(records_.size());
     t->set_points(names_.size());
     bundle::ClassCount* count = t->add_classes();

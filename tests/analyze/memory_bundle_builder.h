@@ -21,13 +21,18 @@ namespace types {
 inline constexpr uint16_t kAlloc = 270, kManaged = 272, kFree = 273, kAllocAsync = 280,
                           kFreeAsync = 284, kCreate = 290, kRelease = 291, kMap = 292, kUnmap = 293,
                           kReserve = 294, kAddressFree = 295, kHostAlloc = 300, kHostFree = 302;
-inline constexpr uint16_t kReleaseFailed = 1281, kPointMemory = 1282, kOther = 1287;
+inline constexpr uint16_t kReleaseFailed = 1281, kPointMemory = 1282, kOther = 1287,
+                          kNativeStack = 1288;
 // 1024 + TraceEntry::Action.
 inline constexpr uint16_t kTraceAlloc = 1024, kTraceFreeRequested = 1025,
                           kTraceFreeCompleted = 1026, kTraceSegmentAlloc = 1027,
                           kTraceSegmentFree = 1028, kTraceSegmentMap = 1029,
                           kTraceSegmentUnmap = 1030, kTraceSnapshotTaken = 1031, kTraceOom = 1032;
 inline constexpr uint16_t kSnapshot = 1041, kTorchStatus = 1042;
+// Graphs (driver_graph): capture, instantiate, launch, destroy, inventory.
+inline constexpr uint16_t kBeginCapture = 322, kEndCapture = 326, kInstantiate = 332,
+                          kGraphLaunch = 340, kExecDestroy = 342, kGraphDestroy = 343,
+                          kRuntimeGraphLaunch = 512, kGraphInventory = 1283;
 }  // namespace types
 
 // Code of each library in the bundle's module map, and a caller in none.
@@ -76,6 +81,16 @@ class MemoryBundleBuilder {
                              const std::vector<torchbridge::SnapshotSegment>& segments,
                              uint64_t drops_before = 0);
 
+  // CUDA used on `device` at point `ordinal` (point_device_memory), as the
+  // agent measures it: total - free.
+  void deviceMemory(uint64_t ordinal, uint64_t free, uint64_t total, int32_t device = 0);
+
+  // The header's identity: a rank of a run group (rank -1: none).
+  void identity(int32_t rank, int32_t world_size, const std::string& group_id,
+                const std::string& run_name = "train");
+  // The trailer's end reason (default "normal exit") and signal.
+  void endReason(const std::string& reason, int32_t signal = 0);
+
   size_t records() const { return records_.size(); }
   // Writes `path`; with `trailer`, a complete trailer counting `dropped`
   // driver_memory records.
@@ -89,6 +104,11 @@ class MemoryBundleBuilder {
   std::vector<uint64_t> sequences_;
   std::vector<std::string> origins_;
   std::vector<std::pair<uint32_t, std::string>> blobs_;  // blob id i + 1: (kind, data)
+  bool has_identity_ = false;  // else the header's identity is left at its defaults
+  int32_t rank_ = -1, world_size_ = 0;
+  std::string group_id_, run_name_;
+  std::string end_reason_ = "normal exit";
+  int32_t signal_ = 0;
 };
 
 // One large segment with one allocated block of `allocated` bytes.

@@ -168,6 +168,15 @@ ParsedArgs CommandRegistry::parseArguments(const CommandSpec& command,
       throw UsageError("option '" + name + "' needs a value (" + option->value_name + ")", help);
     }
     if (!option->value_name.empty()) parsed.all_values_[name].push_back(parsed.values_[name]);
+    for (size_t more = 1; more < option->value_count; ++more) {
+      if (i + 1 >= args.size()) {
+        throw UsageError("option '" + name + "' needs " + std::to_string(option->value_count) +
+                             " values (" + option->value_name + ")",
+                         help);
+      }
+      parsed.values_[name] = args[++i];
+      parsed.all_values_[name].push_back(parsed.values_[name]);
+    }
   }
   const size_t required = static_cast<size_t>(
       std::count_if(command.arguments.begin(), command.arguments.end(),

@@ -76,6 +76,9 @@ struct OptionSpec {
   std::string name;        // "--json"
   std::string value_name;  // empty: a flag; else "--name VALUE" or "--name=VALUE"
   std::string help;
+  // Values taken by one use of the option ("--baseline B0 B1": 2); every
+  // one is in ParsedArgs::values(), value() is the last.
+  size_t value_count = 1;
 };
 
 struct ArgumentSpec {

@@ -10,6 +10,13 @@ void registerBuiltinCommands(CommandRegistry& registry) {
   registerCompareCommand(registry);
   registerMemoryStacksCommand(registry);
   registerTimelineCommand(registry);
+  registerLifetimesCommand(registry);
+  registerAttributeCommand(registry);
+  registerComparePhasesCommand(registry);
+  registerLeaksCommand(registry);
+  registerMemoryReportCommand(registry);
+  registerExportCommands(registry);
+  registerGroupCommands(registry);
 }
 
 }  // namespace tcgd::analyze

@@ -18,6 +18,13 @@ void registerCompareCommand(CommandRegistry& registry);  // memory compare-point
 // "memory stacks" (stacks_command.cpp), after the memory group.
 void registerMemoryStacksCommand(CommandRegistry& registry);
 void registerTimelineCommand(CommandRegistry& registry);  // memory timeline
+void registerLifetimesCommand(CommandRegistry& registry);  // memory allocation-lifetimes
+void registerAttributeCommand(CommandRegistry& registry);  // memory attribute
+void registerComparePhasesCommand(CommandRegistry& registry);  // memory compare-phases (phases_command.cpp)
+void registerLeaksCommand(CommandRegistry& registry);  // memory leaks (leaks_command.cpp)
+void registerMemoryReportCommand(CommandRegistry& registry);  // memory report (report_command.cpp)
+void registerExportCommands(CommandRegistry& registry);  // export perfetto (export_command.cpp)
+void registerGroupCommands(CommandRegistry& registry);  // memory group-summary, compare-run-group-phases
 
 // Every command above; later verb groups (memory, tensor) add theirs here.
 void registerBuiltinCommands(CommandRegistry& registry);

@@ -86,7 +86,7 @@ const tb::DeviceFigures* deviceFigures(const PointMemory& point, int32_t device)
   return nullptr;
 }
 
-std::set<int32_t> pointDevices(const PointMemory& point) {
+std::set<int32_t> pointDeviceSet(const PointMemory& point) {
   std::set<int32_t> devices;
   for (const auto& figures : point.devices) devices.insert(figures.device);
   for (const auto& [device, usage] : point.driver_usage) devices.insert(device);
@@ -95,7 +95,7 @@ std::set<int32_t> pointDevices(const PointMemory& point) {
 
 // The devices a bundle knows: its provenance's, else those seen at the point.
 std::set<int32_t> knownDevices(const BundleSide& side) {
-  std::set<int32_t> devices = pointDevices(*side.point);
+  std::set<int32_t> devices = pointDeviceSet(*side.point);
   for (const auto& device : side.bundle->provenance().devices())
     devices.insert(static_cast<int32_t>(device.ordinal()));
   return devices;
@@ -430,11 +430,11 @@ PointsComparison comparePoints(const CompareRequest& request) {
     }
     const auto ref_pools = pointPools(*a.point);
     const auto cand_pools = pointPools(*b.point);
-    if (ref_pools.count(map.first) == 0) {
+    if (ref_pools.count(map.first) == 0 && !request.maps_may_name_absent_pools) {
       throw AnalyzeError(fmt::format("--pool-map {}: {} has no pool {} at point '{}' (pools: {})", text,
                                      a.path, poolText(map.first), out.reference.name, poolsText(ref_pools)));
     }
-    if (cand_pools.count(map.second) == 0) {
+    if (cand_pools.count(map.second) == 0 && !request.maps_may_name_absent_pools) {
       throw AnalyzeError(fmt::format("--pool-map {}: {} has no pool {} at point '{}' (pools: {})", text,
                                      b.path, poolText(map.second), out.candidate.name, poolsText(cand_pools)));
     }
@@ -462,7 +462,7 @@ PointsComparison comparePoints(const CompareRequest& request) {
 
   // Devices: the maps, then the same ordinal for the rest.
   std::vector<std::pair<int32_t, int32_t>> pairs(out.device_map.begin(), out.device_map.end());
-  std::set<int32_t> left_a = pointDevices(*a.point), left_b = pointDevices(*b.point);
+  std::set<int32_t> left_a = pointDeviceSet(*a.point), left_b = pointDeviceSet(*b.point);
   for (const auto& [x, y] : out.device_map) {
     left_a.erase(x);
     left_b.erase(y);

@@ -158,6 +158,9 @@ struct CompareRequest {
   std::string to;
   std::vector<std::string> pool_maps;    // "A_POOL=B_POOL", as given
   std::vector<std::string> device_maps;  // "A_DEV=B_DEV"
+  // A pool map may name a pool absent at this pair of points (compare-phases
+  // maps pools for four points: a pool may exist at only some of them).
+  bool maps_may_name_absent_pools = false;
 };
 
 // Loads the bundle(s) and compares. Throws AnalyzeError with one line for

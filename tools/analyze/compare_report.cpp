@@ -16,15 +16,21 @@ namespace tb = torchbridge;
 inline constexpr const char* kSchema = "tcgd.memory.compare-points";
 inline constexpr int kSchemaVersion = 1;
 
+}  // namespace
+
 std::string signedBytes(int64_t bytes) {
   return bytes < 0 ? "-" + humanBytes(static_cast<uint64_t>(-bytes))
                    : humanBytes(static_cast<uint64_t>(bytes));
 }
 
+namespace {
+
 std::string valueText(const std::optional<int64_t>& value, bool bytes) {
   if (!value) return "n/a";
   return bytes ? signedBytes(*value) : std::to_string(*value);
 }
+
+}  // namespace
 
 // "34 MiB -> 52 MiB (+18 MiB)"; a side without the value is "n/a" and has no change.
 std::string deltaText(const Delta& delta) {
@@ -35,6 +41,8 @@ std::string deltaText(const Delta& delta) {
   }
   return text;
 }
+
+namespace {
 
 std::string poolName(const PoolCompare& pool) {
   const tb::PoolId& a = pool.reference ? *pool.reference : *pool.candidate;
@@ -251,6 +259,8 @@ class TextWriter {
 
 // --- JSON -----------------------------------------------------------------------
 
+}  // namespace
+
 void deltaJson(const Delta& delta, JsonWriter& json) {
   const auto optional = [&](const std::optional<int64_t>& value) {
     if (value) {
@@ -268,6 +278,8 @@ void deltaJson(const Delta& delta, JsonWriter& json) {
   optional(delta.change());
   json.endObject();
 }
+
+namespace {
 
 void metricsJson(const Metrics& metrics, JsonWriter& json) {
   for (const Metric& metric : metrics) {

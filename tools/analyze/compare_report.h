@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "compare_points.h"
+#include "json_writer.h"
 #include "report_output.h"
 
 namespace tcgd::analyze {
@@ -25,5 +26,11 @@ struct CompareTextOptions {
 };
 
 Report compareReport(const PointsComparison& comparison, const CompareTextOptions& options);
+
+// One value as the reports print it: "34 MiB -> 52 MiB (+18 MiB)", "n/a"
+// for a side without it; and as JSON: {"reference", "candidate", "change"}.
+std::string deltaText(const Delta& delta);
+std::string signedBytes(int64_t bytes);
+void deltaJson(const Delta& delta, JsonWriter& json);
 
 }  // namespace tcgd::analyze

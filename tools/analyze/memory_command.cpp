@@ -35,8 +35,8 @@ std::string figuresText(const tb::AllocatorFigures& figures) {
                      figures.blocks);
 }
 
-// Devices of a point, ascending: those of the snapshot and those only
-// cuMemGetInfo saw (the allocator holds nothing there).
+}  // namespace
+
 std::vector<int32_t> pointDevices(const PointMemory& point) {
   std::vector<int32_t> devices;
   for (const auto& device : point.devices) devices.push_back(device.device);
@@ -53,17 +53,6 @@ const tb::DeviceFigures* findDevice(const PointMemory& point, int32_t device) {
   return nullptr;
 }
 
-// The residual of one device at a point, split (residual.h):
-// residual = outside + other processes (when measured) + rest.
-struct ResidualSplit {
-  int64_t residual = 0;
-  DeviceDriverMemory driver;                     // zeros when nothing was live
-  const OtherProcessesAtPoint* other = nullptr;  // null: no record
-  int64_t rest = 0;
-  uint64_t reserved = 0;
-  bool otherMeasured() const { return other != nullptr && other->ok(); }
-};
-
 ResidualSplit splitResidual(const PointMemory& point, int32_t device, uint64_t used,
                             uint64_t reserved) {
   ResidualSplit split;
@@ -77,6 +66,8 @@ ResidualSplit splitResidual(const PointMemory& point, int32_t device, uint64_t u
                (split.otherMeasured() ? static_cast<int64_t>(split.other->bytes) : 0);
   return split;
 }
+
+namespace {
 
 std::string signedBytes(int64_t bytes) {
   return bytes < 0 ? "-" + humanBytes(static_cast<uint64_t>(-bytes))
@@ -316,6 +307,22 @@ int runMemorySummary(const ParsedArgs& args, Output& out) {
 }
 
 }  // namespace
+
+std::string memorySummaryText(const MemorySummary& summary) {
+  std::vector<const PointMemory*> points;
+  for (const PointMemory& point : summary.points) points.push_back(&point);
+  std::string out;
+  writeText(summary, points, &out);
+  return out;
+}
+
+std::string memorySummaryJson(const Bundle& bundle, const MemorySummary& summary) {
+  std::vector<const PointMemory*> points;
+  for (const PointMemory& point : summary.points) points.push_back(&point);
+  std::string out;
+  writeJson(bundle, summary, points, &out);
+  return out;
+}
 
 void registerMemoryCommands(CommandRegistry& registry) {
   registry.addGroup({"memory"}, "Memory analyses of a .tcgd-memory bundle",

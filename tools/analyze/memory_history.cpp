@@ -18,6 +18,7 @@ using Op = DriverMemoryReplay::Op;
 // kinds_ entries: 0 not a memory event, kind + 1 (bits 0-5), kStreamWord
 // when word 4 is the stream (async calls), kSnapshotPart, kUnclassified.
 constexpr uint8_t kStreamWord = 0x40;
+constexpr uint8_t kNativeStack = 0xfd;
 constexpr uint8_t kSnapshotPart = 0xfe;
 constexpr uint8_t kUnclassified = 0xff;
 
@@ -159,6 +160,12 @@ uint32_t MemoryHistory::findPool(const tb::PoolId& pool) const {
   return kNoPool;
 }
 
+const EventStack* MemoryHistory::nativeStack(size_t index) const {
+  auto it = std::lower_bound(native_stacks_.begin(), native_stacks_.end(), index,
+                             [](const EventStack& s, size_t i) { return s.event < i; });
+  return it != native_stacks_.end() && it->event == index ? &*it : nullptr;
+}
+
 std::string MemoryHistory::intervalName(size_t interval) const {
   const HistoryInterval& i = intervals_.at(interval);
   return fmt::format("{} -> {}", i.after ? "\"" + i.after->name() + "\"" : std::string("start"),
@@ -190,6 +197,7 @@ uint8_t HistoryBuilder::kindOf(uint16_t type) {
   entry = 0;
   const std::string name = bundle_.typeName(type);
   if (name == "allocator_snapshot") return entry = kSnapshotPart;
+  if (name == "native_stack") return entry = kNativeStack;
   for (size_t action = 0; action < std::size(kTraceNames); ++action) {
     if (name == kTraceNames[action]) return entry = static_cast<uint8_t>(action + 1);
   }
@@ -269,6 +277,12 @@ void HistoryBuilder::observe(const proto::DecodedRecord& record) {
     addSnapshotPart(record);
     return;
   }
+  if (code == kNativeStack) {
+    // words: stack blob, alloc_type:u16 | ..., object, hash.
+    pending_stacks_[record.tid] = {record.words[1] & 0xffff, record.words[2], record.words[3],
+                                   record.words[0]};
+    return;
+  }
   while (next_point_ < point_sequences_.size() && point_sequences_[next_point_] < record.sequence)
     ++next_point_;
   MemoryEvent& event = history_.events_.emplace_back();
@@ -294,6 +308,16 @@ void HistoryBuilder::observe(const proto::DecodedRecord& record) {
     return;
   }
   observeDriver(record, event.kind, (code & kStreamWord) != 0, event);
+  // The stack record comes right before its allocation, on the same thread.
+  if (!pending_stacks_.empty()) {
+    auto it = pending_stacks_.find(record.tid);
+    if (it != pending_stacks_.end() && it->second.type == record.type &&
+        it->second.object == record.words[0]) {
+      history_.native_stacks_.push_back(
+          {history_.events_.size() - 1, it->second.hash, it->second.blob});
+      pending_stacks_.erase(it);
+    }
+  }
 }
 
 void HistoryBuilder::observeDriver(const proto::DecodedRecord& record, MemoryEventKind kind,
@@ -380,12 +404,18 @@ void HistoryBuilder::decodeSnapshots() {
       std::string error;
       if (!tb::decodeSnapshot(bytes.data(), bytes.size(), &parsed, &error)) continue;
       for (const tb::SnapshotSegment& segment : parsed.segments) {
-        snapshot.segments.push_back({segment.address, segment.address + segment.total_size,
-                                     internPool(segment.pool.first, segment.pool.second),
-                                     segment.device});
+        const uint32_t pool = internPool(segment.pool.first, segment.pool.second);
+        snapshot.segments.push_back(
+            {segment.address, segment.address + segment.total_size, pool, segment.device});
+        for (const tb::SnapshotBlock& block : segment.blocks) {
+          if (block.allocated || block.active)
+            snapshot.blocks.push_back({block.address, block.size, block.stack, pool,
+                                       segment.device, !block.allocated});
+        }
       }
-      std::sort(snapshot.segments.begin(), snapshot.segments.end(),
-                [](const auto& a, const auto& b) { return a.address < b.address; });
+      const auto byAddress = [](const auto& a, const auto& b) { return a.address < b.address; };
+      std::sort(snapshot.segments.begin(), snapshot.segments.end(), byAddress);
+      std::sort(snapshot.blocks.begin(), snapshot.blocks.end(), byAddress);
     }
     order.emplace_back(snapshot.sequence, ordinal);
     decoded.emplace(ordinal, std::move(snapshot));

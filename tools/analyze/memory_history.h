@@ -123,6 +123,25 @@ struct HistorySnapshot {
     int16_t device;
   };
   std::vector<Segment> segments;
+  // Its allocated (or freed but still active) blocks, by address, with the
+  // stack blob of their allocation (0: none): lifetimes start from them.
+  struct Block {
+    uint64_t address;
+    uint64_t size;
+    uint64_t stack;
+    uint32_t pool;
+    int16_t device;
+    bool free_requested;  // active, no longer allocated: freed, awaiting a stream
+  };
+  std::vector<Block> blocks;
+};
+
+// The native stack of a driver allocation (its native_stack record,
+// docs/memory-stacks.md): `event` is the allocation's index in events().
+struct EventStack {
+  size_t event = 0;
+  uint64_t hash = 0;
+  uint64_t blob = 0;  // 0: not stored (the hash still names it)
 };
 
 // The events between two consecutive points (by sequence), and whether the
@@ -154,6 +173,9 @@ class MemoryHistory {
   // "start -> \"p1\"", "\"p1\" -> \"p2\"", "\"p3\" -> end".
   std::string intervalName(size_t interval) const;
   uint32_t findPool(const torchbridge::PoolId& pool) const;  // kNoPool when none
+  // The native stack of event `index`, or null (by event, ascending).
+  const EventStack* nativeStack(size_t index) const;
+  const std::vector<EventStack>& nativeStacks() const { return native_stacks_; }
   // Event batches that did not decode (their records are missing).
   const std::vector<std::string>& warnings() const { return warnings_; }
 
@@ -167,6 +189,7 @@ class MemoryHistory {
   std::vector<torchbridge::PoolId> pools_;
   std::vector<std::string> libraries_;
   std::vector<const bundle::Point*> snapshot_points_;
+  std::vector<EventStack> native_stacks_;
 };
 
 // Builds a MemoryHistory from records fed in sequence order. Separate from
@@ -212,6 +235,11 @@ class HistoryBuilder {
   // Sizes and libraries of what releases name without saying them.
   std::unordered_map<uint64_t, std::pair<uint64_t, uint16_t>> host_allocations_;
   std::unordered_map<uint64_t, uint16_t> reservations_;
+  // native_stack records waiting for their allocation, by thread.
+  struct PendingStack {
+    uint64_t type, object, hash, blob;
+  };
+  std::unordered_map<uint32_t, PendingStack> pending_stacks_;
 };
 
 // Reads the whole bundle (loaded with LoadOptions::keep_bulk_blobs).

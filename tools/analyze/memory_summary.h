@@ -74,6 +74,29 @@ struct MemorySummary {
 // Needs a bundle loaded with LoadOptions::keep_bulk_blobs.
 MemorySummary summarizeMemory(const Bundle& bundle, const SummaryOptions& options = {});
 
+// Devices of a point, ascending: those of the snapshot and those only
+// cuMemGetInfo saw (the allocator holds nothing there).
+std::vector<int32_t> pointDevices(const PointMemory& point);
+const torchbridge::DeviceFigures* findDevice(const PointMemory& point, int32_t device);
+
+// The residual of one device at a point, split (residual.h):
+// residual = outside + other processes (when measured) + rest.
+struct ResidualSplit {
+  int64_t residual = 0;
+  DeviceDriverMemory driver;                     // zeros when nothing was live
+  const OtherProcessesAtPoint* other = nullptr;  // null: no record
+  int64_t rest = 0;
+  uint64_t reserved = 0;
+  bool otherMeasured() const { return other != nullptr && other->ok(); }
+};
+ResidualSplit splitResidual(const PointMemory& point, int32_t device, uint64_t used,
+                            uint64_t reserved);
+
+// `memory summary`'s text and JSON (schema tcgd.memory.summary) of every
+// point (memory_command.cpp), for reports that embed them.
+std::string memorySummaryText(const MemorySummary& summary);
+std::string memorySummaryJson(const Bundle& bundle, const MemorySummary& summary);
+
 // "default (0,0)", "graph-private (1,0)", "user MemPool (0,3)", "other (a,b)".
 std::string poolLabel(const torchbridge::PoolId& pool);
 
