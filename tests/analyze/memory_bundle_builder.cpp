@@ -68,6 +68,9 @@ void MemoryBundleBuilder::create(uint64_t handle, uint64_t size, uint64_t caller
 void MemoryBundleBuilder::release(uint64_t handle, uint64_t caller) {
   add(types::kRelease, RecordClass::kDriverMemory, {handle, 0, 0, caller});
 }
+void MemoryBundleBuilder::retain(uint64_t handle, uint64_t ptr, uint64_t caller, uint32_t result) {
+  add(types::kRetain, RecordClass::kDriverMemory, {handle, ptr, result, caller});
+}
 void MemoryBundleBuilder::map(uint64_t ptr, uint64_t size, uint64_t handle, uint32_t result) {
   add(types::kMap, RecordClass::kDriverMemory, {ptr, size, result, handle, 0});
 }
@@ -205,6 +208,8 @@ void MemoryBundleBuilder::write(const std::string& path, bool trailer, uint64_t 
           "location_type:u32,location_id:i32"});
   schema(types::kRelease, "cuMemRelease", "driver_memory",
          {"handle:hex", "", "result:u32", "caller:addr"});
+  schema(types::kRetain, "cuMemRetainAllocationHandle", "driver_memory",
+         {"handle:hex", "ptr:hex", "result:u32", "caller:addr"});
   schema(types::kMap, "cuMemMap", "driver_memory",
          {"ptr:hex", "size:u64", "result:u32", "handle:hex", "offset:u64"});
   schema(types::kUnmap, "cuMemUnmap", "driver_memory", {"ptr:hex", "size:u64", "result:u32"});

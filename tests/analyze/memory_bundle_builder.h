@@ -20,7 +20,7 @@ namespace tcgd::analyze::testing {
 namespace types {
 inline constexpr uint16_t kAlloc = 270, kManaged = 272, kFree = 273, kAllocAsync = 280,
                           kFreeAsync = 284, kCreate = 290, kRelease = 291, kMap = 292, kUnmap = 293,
-                          kReserve = 294, kAddressFree = 295, kHostAlloc = 300, kHostFree = 302;
+                          kReserve = 294, kAddressFree = 295, kRetain = 296, kHostAlloc = 300, kHostFree = 302;
 inline constexpr uint16_t kReleaseFailed = 1281, kPointMemory = 1282, kOther = 1287,
                           kNativeStack = 1288;
 // 1024 + TraceEntry::Action.
@@ -56,6 +56,7 @@ class MemoryBundleBuilder {
   void create(uint64_t handle, uint64_t size, uint64_t caller, int32_t device = 0,
               uint32_t result = 0);
   void release(uint64_t handle, uint64_t caller = kNowhere);
+  void retain(uint64_t handle, uint64_t ptr, uint64_t caller, uint32_t result = 0);
   void map(uint64_t ptr, uint64_t size, uint64_t handle, uint32_t result = 0);
   void unmap(uint64_t ptr, uint64_t size);
   void reserve(uint64_t ptr, uint64_t size, uint64_t caller);

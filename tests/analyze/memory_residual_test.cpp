@@ -163,6 +163,25 @@ TEST_F(MemoryResidual, VmmMemoryIsLiveFromCreateUntilTheLastUnmapAfterRelease) {
   EXPECT_EQ(split(json, 1)["allocator_driver"].asU64(), 20 * kMiB);
 }
 
+// NCCL retains the handle mapped at a buffer's address and releases that
+// reference: the memory lives until every reference is released and the
+// handle is unmapped, not at the first release.
+TEST_F(MemoryResidual, ARetainedHandleLivesUntilItsLastReferenceIsReleased) {
+  ResidualBundle b;
+  b.create(0x31, 16 * kMiB, kNccl);
+  b.map(0x600000, 16 * kMiB, 0x31);
+  b.retain(0x31, 0x600000, kNccl);
+  b.retain(0x77, 0x900000, kNccl, 1);  // failed: no reference taken
+  b.release(0x31);                     // the retained reference
+  b.unmap(0x600000, 16 * kMiB);
+  b.point("one_reference_left", {{0, {100 * kMiB, 0}}});
+  b.release(0x31);                     // the creation's
+  b.point("released", {{0, {100 * kMiB, 0}}});
+  const JsonValue json = summary(b);
+  EXPECT_EQ(library(split(json, 0), "libnccl.so.2"), 16 * kMiB);
+  EXPECT_EQ(library(split(json, 1), "libnccl.so.2"), 0u);
+}
+
 // A release is recorded before it is forwarded; release_failed says it did
 // not happen. An address allocated again without a recorded release counts
 // once. A failed unmap keeps a released handle's memory live.

@@ -108,7 +108,10 @@ TEST(HookTable, EveryWordDescriptorIsWellFormed) {
 TEST(HookTable, AllocationsRecordPointerSizeAndCaller) {
   for (const Descriptors& d : kDescriptors) {
     const std::string name = d.name;
-    const bool allocation = name.find("Alloc") != std::string::npos || name == "cuMemCreate";
+    // cuMemRetainAllocationHandle takes a reference, not memory.
+    const bool allocation = (name.find("Alloc") != std::string::npos &&
+                             name != "cuMemRetainAllocationHandle") ||
+                            name == "cuMemCreate";
     if (!allocation) continue;
     std::string all;
     for (const char* word : d.words) all += std::string(word) + ",";

@@ -219,6 +219,8 @@ uint8_t HistoryBuilder::kindOf(uint16_t type) {
       return entry = encodeKind(Kind::kUnmap);
     case Op::kReleaseFailed:
       return entry = encodeKind(Kind::kReleaseFailed);
+    case Op::kRetain:
+      break;  // a reference, not memory: the replay counts it for the release that follows
     case Op::kNone:
       break;
   }

@@ -72,6 +72,8 @@ DriverMemoryReplay::Op DriverMemoryReplay::classify(uint32_t type) {
     op = Op::kUnmap;
   } else if (name == "release_failed") {
     op = Op::kReleaseFailed;
+  } else if (name == "cuMemRetainAllocationHandle") {
+    op = Op::kRetain;
   }
   ops_.emplace(type, op);
   return op;
@@ -194,9 +196,30 @@ void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
       effect_.library = libraryOf(w[3]);
       if (it == handles_.end() || it->second.released) return;
       effect_ = Effect{op, true, true, it->second.device, it->second.library, it->second.size, 0};
+      if (it->second.references > 1) {  // a retained reference: the memory stays
+        --it->second.references;
+        undo.reference_dropped = true;
+        return;
+      }
       it->second.released = true;
       undo.handle_release = true;
       handleDead(w[0], undo);
+      return;
+    }
+    case Op::kRetain: {
+      // words: handle (out), ptr, result, caller.
+      effect_.library = libraryOf(w[3]);
+      effect_.handle = w[0];
+      if (static_cast<uint32_t>(w[2]) != 0) {
+        effect_.succeeded = false;
+        return;
+      }
+      auto it = handles_.find(w[0]);
+      if (it == handles_.end() || it->second.released) return;  // created before recording
+      effect_.known = true;
+      effect_.device = it->second.device;
+      effect_.size = it->second.size;
+      ++it->second.references;
       return;
     }
     case Op::kMap: {
@@ -263,6 +286,10 @@ void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
       for (const auto& [id, handle] : undo.dropped_handles) {
         handles_[id] = handle;
         if (handle.device >= 0) add(handle.device, handle.library, handle.size, false, 1);
+      }
+      if (undo.reference_dropped) {
+        if (auto handle = handles_.find(w[0]); handle != handles_.end())
+          ++handle->second.references;
       }
       if (undo.handle_release) {
         if (auto handle = handles_.find(w[0]); handle != handles_.end())

@@ -73,7 +73,8 @@ class DriverMemoryReplay {
     kRelease,
     kMap,
     kUnmap,
-    kReleaseFailed
+    kReleaseFailed,
+    kRetain  // cuMemRetainAllocationHandle: one more reference to a handle
   };
   static constexpr uint32_t kNoLibrary = UINT32_MAX;
   // What observe() made of the last record, for readers that follow the
@@ -121,7 +122,8 @@ class DriverMemoryReplay {
     int32_t device;  // -1: not device memory
     uint32_t library;
     uint32_t mappings = 0;
-    bool released = false;
+    uint32_t references = 1;  // cuMemCreate's, plus one per cuMemRetainAllocationHandle
+    bool released = false;    // every reference released
   };
   struct Mapping {
     uint64_t size;
@@ -130,7 +132,8 @@ class DriverMemoryReplay {
   // What a pending release removed, to put back on release_failed.
   struct Undo {
     std::optional<Allocation> allocation;
-    bool handle_release = false;
+    bool handle_release = false;    // the last reference: `released` was set
+    bool reference_dropped = false;  // an earlier reference: `references` went down
     std::vector<std::pair<uint64_t, Mapping>> mappings;
     std::vector<std::pair<uint64_t, Handle>> dropped_handles;  // as they were when dropped
   };
