@@ -235,22 +235,9 @@ Report AttributeReport::build() {
   return report;
 }
 
-size_t parseLimit(const ParsedArgs& args, const char* option, size_t fallback) {
-  const auto text = args.value(option);
-  if (!text) return fallback;
-  size_t value = 0;
-  bool ok = !text->empty() && text->size() < 10;
-  for (const char c : *text) {
-    ok = ok && c >= '0' && c <= '9';
-    if (ok) value = value * 10 + static_cast<size_t>(c - '0');
-  }
-  if (!ok) throw AnalyzeError(fmt::format("bad {} '{}': expected a whole number", option, *text));
-  return value;
-}
-
 int runAttribute(const ParsedArgs& args, Output& out) {
-  const size_t limit = parseLimit(args, "--limit", 20);
-  const size_t depth = parseLimit(args, "--stack-depth", 3);
+  const size_t limit = args.count("--limit", 20);
+  const size_t depth = args.count("--stack-depth", 3);
   By by = By::kStack;
   if (const auto text = args.value("--by")) {
     if (*text == "event") {

@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include <algorithm>
+#include <charconv>
 
 namespace tcgd::analyze {
 namespace {
@@ -231,6 +232,19 @@ int CommandRegistry::dispatch(const std::vector<std::string>& args, Output& out)
                        help);
     }
   }
+}
+
+size_t ParsedArgs::count(std::string_view name, size_t fallback, size_t low, size_t high) const {
+  const auto text = value(name);
+  if (!text) return fallback;
+  size_t number = 0;
+  const char* end = text->data() + text->size();
+  const auto [stop, error] = std::from_chars(text->data(), end, number);
+  const bool ok = !text->empty() && error == std::errc() && stop == end;
+  if (!ok || number < low || number > high)
+    throw AnalyzeError(std::string(name) + " '" + *text + "': expected a whole number from " +
+                       std::to_string(low) + " to " + std::to_string(high));
+  return number;
 }
 
 }  // namespace tcgd::analyze

@@ -96,6 +96,10 @@ class ParsedArgs {
   // Every value an option was given, in command-line order (for options
   // that may be repeated; value() is the last).
   std::vector<std::string> values(std::string_view name) const;
+  // The whole number given to `name` (fallback when absent); AnalyzeError
+  // naming the option and the range when it is not one from low to high.
+  size_t count(std::string_view name, size_t fallback, size_t low = 0,
+               size_t high = 999'999'999) const;
 
  private:
   friend class CommandRegistry;

@@ -14,26 +14,12 @@
 namespace tcgd::analyze {
 namespace {
 
-size_t parseCount(const ParsedArgs& args, const char* option, size_t fallback, size_t low, size_t high) {
-  const auto text = args.value(option);
-  if (!text) return fallback;
-  size_t value = 0;
-  bool ok = !text->empty() && text->size() < 10;
-  for (const char c : *text) {
-    ok = ok && c >= '0' && c <= '9';
-    if (ok) value = value * 10 + static_cast<size_t>(c - '0');
-  }
-  if (!ok || value < low || value > high)
-    throw AnalyzeError(fmt::format("{} '{}': expected a whole number from {} to {}", option, *text, low, high));
-  return value;
-}
-
 int runComparePoints(const ParsedArgs& args, Output& out) {
   CompareTextOptions text_options;
   text_options.only_changed = args.flag("--only-changed");
-  text_options.depth = static_cast<int>(parseCount(args, "--depth", kCompareDepthStreams, kCompareDepthDevice,
+  text_options.depth = static_cast<int>(args.count("--depth", kCompareDepthStreams, kCompareDepthDevice,
                                                    kCompareDepthStreams));
-  text_options.limit = parseCount(args, "--limit", 10, 0, 999'999'999);
+  text_options.limit = args.count("--limit", 10, 0, 999'999'999);
   const OutputOptions output = outputOptions(args);
   CompareRequest request;
   request.reference_bundle = args.positional(0);

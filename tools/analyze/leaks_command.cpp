@@ -325,17 +325,7 @@ Report leaksReport(const LeaksReport& r, bool only_findings) {
 
 int runLeaks(const ParsedArgs& args, Output& out) {
   LeaksOptions options;
-  if (const auto text = args.value("--min-intervals")) {
-    size_t value = 0;
-    bool ok = !text->empty() && text->size() < 6;
-    for (const char c : *text) {
-      ok = ok && c >= '0' && c <= '9';
-      if (ok) value = value * 10 + static_cast<size_t>(c - '0');
-    }
-    if (!ok || value < 1)
-      throw AnalyzeError(fmt::format("--min-intervals '{}': expected a whole number from 1 to 99999", *text));
-    options.min_intervals = value;
-  }
+  options.min_intervals = args.count("--min-intervals", options.min_intervals, 1, 99'999);
   const OutputOptions output = outputOptions(args);
   const LeaksReport report = findLeaks(args.positional(0), options);
   emitReport(leaksReport(report, args.flag("--findings-only")), output, out);

@@ -413,23 +413,10 @@ Report LifetimesReport::report(const Analysis& a) {
   return report;
 }
 
-size_t parseCount(const ParsedArgs& args, const char* option, size_t fallback) {
-  const auto text = args.value(option);
-  if (!text) return fallback;
-  size_t value = 0;
-  bool ok = !text->empty() && text->size() < 10;
-  for (const char c : *text) {
-    ok = ok && c >= '0' && c <= '9';
-    if (ok) value = value * 10 + static_cast<size_t>(c - '0');
-  }
-  if (!ok) throw AnalyzeError(fmt::format("bad {} '{}': expected a whole number", option, *text));
-  return value;
-}
-
 int runLifetimes(const ParsedArgs& args, Output& out) {
   Request request;
-  request.limit = parseCount(args, "--limit", 20);
-  request.stack_depth = parseCount(args, "--stack-depth", 3);
+  request.limit = args.count("--limit", 20);
+  request.stack_depth = args.count("--stack-depth", 3);
   const OutputOptions output = outputOptions(args);
   const auto from = args.value("--from"), to = args.value("--to");
   const auto active = args.value("--active-at"), through = args.value("--through");

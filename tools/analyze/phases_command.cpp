@@ -27,20 +27,6 @@ struct PhasesTextOptions {
   size_t limit = 10;  // ranked rows
 };
 
-size_t parseCount(const ParsedArgs& args, const char* option, size_t fallback, size_t low, size_t high) {
-  const auto text = args.value(option);
-  if (!text) return fallback;
-  size_t value = 0;
-  bool ok = !text->empty() && text->size() < 10;
-  for (const char c : *text) {
-    ok = ok && c >= '0' && c <= '9';
-    if (ok) value = value * 10 + static_cast<size_t>(c - '0');
-  }
-  if (!ok || value < low || value > high)
-    throw AnalyzeError(fmt::format("{} '{}': expected a whole number from {} to {}", option, *text, low, high));
-  return value;
-}
-
 std::string poolName(const PhaseRow& row) {
   if (row.reference_pool && row.candidate_pool) {
     std::string name = poolLabel(*row.reference_pool);
@@ -313,8 +299,8 @@ int runComparePhases(const ParsedArgs& args, Output& out) {
   PhasesTextOptions text;
   text.only_changed = args.flag("--only-changed");
   text.depth = static_cast<int>(
-      parseCount(args, "--depth", kCompareDepthPools, kCompareDepthDevice, kCompareDepthPools));
-  text.limit = parseCount(args, "--limit", 10, 0, 999'999'999);
+      args.count("--depth", kCompareDepthPools, kCompareDepthDevice, kCompareDepthPools));
+  text.limit = args.count("--limit", 10, 0, 999'999'999);
   const OutputOptions output = outputOptions(args);
   PhasesRequest request;
   request.baseline_bundle = args.positional(0);
