@@ -29,7 +29,7 @@ def load(analyze, bundle):
     info = json.loads(run("info", "--json"))
     records = [json.loads(line) for line in run("dump", "--json").splitlines() if line.strip()]
     memory = json.loads(run("memory", "summary", "--json"))
-    return Bundle(info, records, memory)
+    return Bundle(info, records, memory, analyze, bundle)
 
 
 def main(argv):
@@ -39,7 +39,8 @@ def main(argv):
     analyze, wanted = argv[1], set(argv[2:])
     failed = 0
     ran = 0
-    for name, case, check in memory_checks.CASES:
+    for name, _, check, _ in memory_checks.CASES:
+        case = name.removeprefix("mem-")
         if wanted and case not in wanted:
             continue
         case_dir = HERE / "memory" / case

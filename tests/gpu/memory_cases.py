@@ -13,6 +13,7 @@ per pool and stream, and CUDA used, with it.
     failed-capture  a capture that fails: its private pool stays reserved
     nccl          a 1-rank NCCL process group: its memory outside the allocator
 """
+import inspect
 import os
 import sys
 
@@ -26,6 +27,15 @@ import gpu_common as g  # noqa: E402
 
 MiB = 1 << 20
 torch.manual_seed(0)
+
+
+def source_lines(fn, text=None):
+    """The file lines of `fn` (first, last), or of its line holding `text`:
+    where the stacks cases expect the bundle's python stacks to point."""
+    lines, first = inspect.getsourcelines(fn)
+    if text is None:
+        return first, first + len(lines) - 1
+    return next(first + i for i, line in enumerate(lines) if text in line)
 
 
 def warm():
@@ -45,7 +55,10 @@ def quickstart():
     for _ in range(3):
         graph.replay()
     g.mem_point("after_replays")
-    return g.digest(state[:4096], base), {"graph_bytes": 16 * MiB}
+    return g.digest(state[:4096], base), {
+        "graph_bytes": 16 * MiB,
+        "graph_alloc_site": {"file": os.path.basename(__file__), "function": "quickstart",
+                             "line": source_lines(quickstart, "state = torch.empty(16 * MiB")}}
 
 
 def transformer():
@@ -81,7 +94,10 @@ def transformer():
         graph.replay()
         losses.append(loss.clone())
     g.mem_point("after_replays")
-    return g.digest(torch.stack(losses)), {"replays": 10}
+    return g.digest(torch.stack(losses)), {
+        "replays": 10,
+        "step_site": {"file": os.path.basename(__file__), "function": "step",
+                      "lines": source_lines(step)}}
 
 
 def compiled():

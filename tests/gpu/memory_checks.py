@@ -227,14 +227,87 @@ def check_nccl(b, truth, expect):
     expect(0 < grew <= used, f"NCCL's {mib(grew)} within the {mib(used)} cuMemGetInfo grew by")
 
 
+def site_text(site):
+    """How tcgd-analyze names a python frame: "function (file:line)"."""
+    return f"{site['function']} ({site['file']}:{site['line']})"
+
+
+def check_attribution_exact(b, p1, p2, expect):
+    """`memory attribute` from p1 to p2: every pool's attributed growth equals
+    the change its two allocator snapshots show."""
+    a = b.analyze("memory", "attribute", "--from", p1, "--to", p2, "--stack-depth", "32")
+    for pool in a["pools"]:
+        expect(pool["difference"] == 0,
+               f"attribute {p1}->{p2} pool {pool['pool']}: attributed {pool['attributed']} == "
+               f"snapshots {pool['snapshot_growth']}")
+    return a
+
+
+def check_quickstart_stacks(b, truth, expect):
+    """TCGD_MEMORY_STACKS=all: the graph's 16 MiB is attributed to the line
+    that allocated it (python stack), its segment to PyTorch's allocator
+    calling the driver (native stack)."""
+    check_quickstart(b, truth, expect)
+    want = site_text(truth["graph_alloc_site"])
+    a = check_attribution_exact(b, "before_capture", "after_capture", expect)
+    at_site = sum(s["bytes"] for s in a["stacks"]
+                  if s["pool"] and s["pool"][0] != 0 and s["stack"] and want in s["stack"])
+    expect(at_site == truth["graph_bytes"],
+           f"attribute: {mib(at_site)} of the graph-private growth at {want} == {mib(truth['graph_bytes'])}")
+    life = b.analyze("memory", "allocation-lifetimes", "--born-between", "before_capture", "after_capture",
+                     "--stack-depth", "32")
+    blocks = [x for x in life["lifetimes"] if x["level"] == "block" and x["pool"] and x["pool"][0] != 0]
+    expect(any(x["size"] == truth["graph_bytes"] and want in x["stack"] for x in blocks),
+           f"lifetimes: the 16 MiB block born in the capture carries the stack of {want}")
+    cohort = [c for c in life["cohorts"] if c["level"] == "block" and c["stack"]
+              and want in c["stack"]["text"]]
+    expect(len(cohort) == 1 and cohort[0]["stack"]["kind"] == "python"
+           and cohort[0]["survivor_bytes"] == truth["graph_bytes"],
+           f"lifetimes: one python-stack cohort at {want} with {mib(truth['graph_bytes'])} surviving")
+    drivers = [x for x in life["lifetimes"] if x["level"] == "driver" and x["pool"] and x["pool"][0] != 0
+               and x["size"] >= truth["graph_bytes"]]
+    expect(any("libc10_cuda" in x["stack"] for x in drivers),
+           "lifetimes: the private pool's driver allocation has a native stack through libc10_cuda.so "
+           f"({[x['stack'][:80] for x in drivers]})")
+
+
+def check_transformer_stacks(b, truth, expect):
+    """TCGD_MEMORY_STACKS=all on the captured training step: attribution exact
+    over capture and replays, and the private pool's growth points into the
+    step function."""
+    check_transformer(b, truth, expect)
+    site = truth["step_site"]
+    first, last = site["lines"]
+    a = check_attribution_exact(b, "after_warmup", "after_capture", expect)
+    check_attribution_exact(b, "after_capture", "after_replays", expect)
+
+    def in_step(text):
+        return any(f"{site['function']} ({site['file']}:{n})" in text for n in range(first, last + 1))
+
+    private = [s for s in a["stacks"] if s["pool"] and s["pool"][0] != 0 and s["bytes"] > 0]
+    grown = sum(s["bytes"] for s in private)
+    in_fn = sum(s["bytes"] for s in private if s["stack"] and in_step(s["stack"]))
+    expect(grown > 0 and in_fn > 0,
+           f"attribute: {mib(in_fn)} of the private pool's {mib(grown)} growth at lines {first}-{last} "
+           f"of {site['file']} ({site['function']})")
+    life = b.analyze("memory", "allocation-lifetimes", "--from", "after_warmup", "--to", "after_capture")
+    kinds = {c["stack"]["kind"] for c in life["cohorts"] if c["stack"]}
+    expect(kinds == {"python", "native"}, f"lifetimes: cohorts by python and native stacks ({sorted(kinds)})")
+
+
+# (gate name, memory_cases.py argument, check, agent environment); the golden
+# copy of a case lives in tests/golden/memory/<gate name without "mem-">/.
+STACKS = {"TCGD_MEMORY_STACKS": "all"}
 CASES = [
-    ("mem-quickstart", "quickstart", check_quickstart),
-    ("mem-expandable", "expandable", check_quickstart),
-    ("mem-transformer", "transformer", check_transformer),
-    ("mem-compile", "compile", check_compile),
-    ("mem-two-streams", "two-streams", check_two_streams),
-    ("mem-dataloader", "dataloader", check_dataloader),
-    ("mem-oom", "oom", check_oom),
-    ("mem-failed-capture", "failed-capture", check_failed_capture),
-    ("mem-nccl", "nccl", check_nccl),
+    ("mem-quickstart", "quickstart", check_quickstart, {}),
+    ("mem-expandable", "expandable", check_quickstart, {}),
+    ("mem-transformer", "transformer", check_transformer, {}),
+    ("mem-compile", "compile", check_compile, {}),
+    ("mem-two-streams", "two-streams", check_two_streams, {}),
+    ("mem-dataloader", "dataloader", check_dataloader, {}),
+    ("mem-oom", "oom", check_oom, {}),
+    ("mem-failed-capture", "failed-capture", check_failed_capture, {}),
+    ("mem-nccl", "nccl", check_nccl, {}),
+    ("mem-quickstart-stacks", "quickstart", check_quickstart_stacks, STACKS),
+    ("mem-transformer-stacks", "transformer", check_transformer_stacks, STACKS),
 ]

@@ -130,7 +130,7 @@ class Gate:
             memory = json.loads(summary.stdout) if summary.returncode == 0 else {}
             (case_dir / "memory-summary.json").write_text(summary.stdout)
             try:
-                check(Bundle(info, records, memory), truth, expect)
+                check(Bundle(info, records, memory, self.analyze, bundle), truth, expect)
             except Exception as e:  # a check that crashes is a failed check
                 expect(False, f"check raised {type(e).__name__}: {e}")
         ok = all(c[0] for c in checks)
@@ -139,11 +139,21 @@ class Gate:
 
 
 class Bundle:
-    def __init__(self, info, records, memory=None):
+    def __init__(self, info, records, memory=None, analyzer=None, path=None):
         self.info = info
         self.records = records
         self.memory = memory or {}
         self.points = {p["name"]: p for p in info.get("points", [])}
+        self.analyzer = analyzer
+        self.path = path
+
+    def analyze(self, *args):
+        """`tcgd-analyze ARGS --json BUNDLE`, parsed; raises on a failed run."""
+        p = subprocess.run([str(self.analyzer), *args, "--json", str(self.path)], capture_output=True,
+                           text=True, timeout=300)
+        if p.returncode != 0:
+            raise RuntimeError(f"tcgd-analyze {' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
+        return json.loads(p.stdout)
 
     def seq(self, point):
         return self.points[point]["sequence"]
@@ -318,8 +328,6 @@ def bench(gate, rounds):
 
 # The memory cases run with the agent's defaults: the automatic points under
 # test are the default TCGD_POINTS (capture,instantiate,exit,oom).
-MEMORY_CASE_ENV = {}
-
 # The training-step benchmark's configurations: (agent?, extra env, argv mode).
 MEMORY_BENCH = {
     "none": (False, {}, "plain"),
@@ -376,10 +384,10 @@ def main():
         if args.only and name not in args.only:
             continue
         gate.run_case(name, argv, check)
-    for name, case, check in memory_checks.CASES:
+    for name, case, check, agent_env in memory_checks.CASES:
         if args.only and name not in args.only:
             continue
-        gate.run_case(name, ["memory_cases.py", case], check, agent_env=MEMORY_CASE_ENV)
+        gate.run_case(name, ["memory_cases.py", case], check, agent_env=agent_env)
     bench_res = None if args.no_bench else bench(gate, args.bench_rounds)
     mem_bench = None if args.no_bench else memory_bench(gate, args.bench_rounds)
 
