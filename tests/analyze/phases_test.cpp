@@ -167,8 +167,7 @@ TEST_F(ComparePhases, ATermWithoutAValueIsFlaggedWithItsPoint) {
   EXPECT_TRUE(reserved->holds);
   EXPECT_GT(c.mismatches, 0u);
 
-  const ToolResult r = runAnalyze({"memory", "compare-phases", unmeasured, "--baseline-from", "b0", "--baseline-to",
-                                   "b1", "--candidate-from", "c0", "--candidate-to", "c1"});
+  const ToolResult r = runAnalyze({"memory", "compare-phases", unmeasured, "--baseline", "b0", "b1", "--candidate", "c0", "c1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("IDENTITY DOES NOT HOLD"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("check: no value at C1 'c1'"), std::string::npos) << r.out;
@@ -222,16 +221,13 @@ TEST_F(ComparePhases, TwoRunsPairPoolsByMapAndDevicesByMap) {
   expectTerm(used->end_gap, mib(616), mib(720));
 
   // The command: candidate points default to the baseline's names.
-  const ToolResult r = runAnalyze({"memory", "compare-phases", base, other_, "--baseline-from", "c0", "--baseline-to",
-                                   "c1", "--pool-map", "1,0=2,0", "--json"});
+  const ToolResult r = runAnalyze({"memory", "compare-phases", base, other_, "--baseline", "c0", "c1", "--pool-map", "1,0=2,0", "--json"});
   EXPECT_EQ(r.exit_code, 2);  // base has no points c0/c1
   EXPECT_NE(r.err.find("no point named 'c0'"), std::string::npos) << r.err;
 }
 
 TEST_F(ComparePhases, TheCommandsTextJsonAndReportDirectory) {
-  const std::vector<std::string> args = {"memory",          "compare-phases", one_, "--baseline-from", "b0",
-                                         "--baseline-to",   "b1",             "--candidate-from",  "c0",
-                                         "--candidate-to",  "c1"};
+  const std::vector<std::string> args = {"memory",          "compare-phases", one_, "--baseline", "b0", "b1",             "--candidate", "c0", "c1"};
   const ToolResult text = runAnalyze(args);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("the identity holds on every row"), std::string::npos) << text.out;
@@ -281,16 +277,19 @@ TEST_F(ComparePhases, BadInputIsOneErrorLine) {
     std::string says;
   };
   const std::vector<Case> cases = {
-      {{one_, "--baseline-from", "b0", "--candidate-from", "c0", "--candidate-to", "c1"}, "missing --baseline-to B1"},
-      {{one_, "--baseline-from", "b0", "--baseline-to", "b1"}, "missing --candidate-from C0"},
-      {{one_, "--baseline-from", "b0", "--baseline-to", "nope", "--candidate-from", "c0", "--candidate-to", "c1"},
+      {{one_, "--candidate", "c0", "c1"}, "missing --baseline B0 B1"},
+      {{one_, "--baseline", "b0", "b1"}, "missing --candidate C0 C1"},
+      {{one_, "--baseline", "b0"}, "option '--baseline' needs 2 values (B0 B1)"},
+      {{one_, "--baseline", "b0", "b1", "--candidate", "c0", "c1", "--baseline", "b0", "b1"},
+       "option '--baseline' given twice (B0 B1 once)"},
+      {{one_, "--baseline", "b0", "nope", "--candidate", "c0", "c1"},
        "no point named 'nope'"},
-      {{one_, other_, "--baseline-from", "c0", "--baseline-to", "c1", "--pool-map", "3,0=2,0"},
+      {{one_, other_, "--baseline", "c0", "c1", "--pool-map", "3,0=2,0"},
        "has no pool (3,0) at 'c0' or 'c1'"},
-      {{one_, "--baseline-from", "b0", "--baseline-to", "b1", "--candidate-from", "c0", "--candidate-to", "c1",
+      {{one_, "--baseline", "b0", "b1", "--candidate", "c0", "c1",
         "--pool-map", "1,0=1,0"},
        "within one bundle a pool id is the same pool"},
-      {{one_, "--baseline-from", "b0", "--baseline-to", "b1", "--candidate-from", "c0", "--candidate-to", "c1",
+      {{one_, "--baseline", "b0", "b1", "--candidate", "c0", "c1",
         "--depth", "5"},
        "--depth '5': expected a whole number from 1 to 4"},
   };

@@ -156,6 +156,9 @@ ParsedArgs CommandRegistry::parseArguments(const CommandSpec& command,
     const auto option = std::find_if(command.options.begin(), command.options.end(),
                                      [&](const OptionSpec& spec) { return spec.name == name; });
     if (option == command.options.end()) throw UsageError("unknown option '" + name + "'", help);
+    if (option->value_count > 1 && parsed.all_values_.count(name) != 0) {
+      throw UsageError("option '" + name + "' given twice (" + option->value_name + " once)", help);
+    }
     if (option->value_name.empty()) {
       if (equals != std::string::npos) {
         throw UsageError("option '" + name + "' takes no value", help);

@@ -77,7 +77,8 @@ struct OptionSpec {
   std::string value_name;  // empty: a flag; else "--name VALUE" or "--name=VALUE"
   std::string help;
   // Values taken by one use of the option ("--baseline B0 B1": 2); every
-  // one is in ParsedArgs::values(), value() is the last.
+  // one is in ParsedArgs::values(), value() is the last. An option of more
+  // than one value may be given once.
   size_t value_count = 1;
 };
 

@@ -124,8 +124,12 @@ GroupSummary summariseGroup(const RunGroup& group);
 //   start gap = C0 - B0, baseline change = B1 - B0,
 //   candidate change = C1 - C0, end gap = C1 - B1
 //   = start gap + candidate change - baseline change,
-// each then summarised across ranks. (The per-rank arithmetic is the same
-// four-point check as compare-phases; it lives here until both share one.)
+// each then summarised across ranks. The scopes are group-summary's
+// (rankFigures: graph-private and user pools summed per rank, libraries by
+// name), so the four values of a rank are exactly the figures group-summary
+// shows for it at those points; compare-phases works per pool and device
+// pairing instead, which has no meaning across ranks. Both verbs take the
+// phases as --baseline B0 B1 --candidate C0 C1.
 struct PhaseRequest {
   std::string dir;
   std::string b0, b1, c0, c1;  // point names, or #N for the ordinal

@@ -363,8 +363,8 @@ int runGroupPhases(const ParsedArgs& args, Output& out) {
   const std::string help = std::string(kProgramName) + " memory compare-run-group-phases --help";
   const std::vector<std::string> baseline = args.values("--baseline");
   const std::vector<std::string> candidate = args.values("--candidate");
-  if (baseline.size() != 2) throw UsageError("--baseline needs two points, B0 B1, once", help);
-  if (candidate.size() != 2) throw UsageError("--candidate needs two points, C0 C1, once", help);
+  if (baseline.empty()) throw UsageError("missing --baseline B0 B1", help);
+  if (candidate.empty()) throw UsageError("missing --candidate C0 C1", help);
   PhaseRequest request{args.positional(0), baseline[0], baseline[1], candidate[0], candidate[1]};
   const RunGroup group = loadRunGroup(request.dir);
   emitReport(phasesReport(compareGroupPhases(group, request)), output, out);

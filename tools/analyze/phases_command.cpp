@@ -305,22 +305,19 @@ int runComparePhases(const ParsedArgs& args, Output& out) {
   PhasesRequest request;
   request.baseline_bundle = args.positional(0);
   if (args.positionals().size() > 1) request.candidate_bundle = args.positional(1);
-  const auto b0 = args.value("--baseline-from"), b1 = args.value("--baseline-to");
-  if (!b0 || !b1) {
-    throw UsageError(std::string("missing ") + (b0 ? "--baseline-to B1" : "--baseline-from B0"),
-                     std::string(kProgramName) + " memory compare-phases --help");
-  }
+  const std::string help = std::string(kProgramName) + " memory compare-phases --help";
+  const std::vector<std::string> baseline = args.values("--baseline");
+  const std::vector<std::string> candidate = args.values("--candidate");
+  if (baseline.empty()) throw UsageError("missing --baseline B0 B1", help);
   // Two bundles: the candidate phase defaults to the same point names.
-  const auto c0 = args.value("--candidate-from"), c1 = args.value("--candidate-to");
-  if ((!c0 || !c1) && request.candidate_bundle.empty()) {
-    throw UsageError(std::string("missing ") + (c0 ? "--candidate-to C1" : "--candidate-from C0") +
-                         " (within one bundle the candidate phase must be named)",
-                     std::string(kProgramName) + " memory compare-phases --help");
+  if (candidate.empty() && request.candidate_bundle.empty()) {
+    throw UsageError("missing --candidate C0 C1 (within one bundle the candidate phase must be named)",
+                     help);
   }
-  request.b0 = *b0;
-  request.b1 = *b1;
-  request.c0 = c0 ? *c0 : *b0;
-  request.c1 = c1 ? *c1 : *b1;
+  request.b0 = baseline[0];
+  request.b1 = baseline[1];
+  request.c0 = candidate.empty() ? baseline[0] : candidate[0];
+  request.c1 = candidate.empty() ? baseline[1] : candidate[1];
   request.pool_maps = args.values("--pool-map");
   request.device_maps = args.values("--device-map");
 
@@ -340,11 +337,9 @@ int runComparePhases(const ParsedArgs& args, Output& out) {
 
 void registerComparePhasesCommand(CommandRegistry& registry) {
   std::vector<OptionSpec> options = {
-      {"--baseline-from", "B0", "Start of the baseline phase (of the first bundle): a name, or #N"},
-      {"--baseline-to", "B1", "End of the baseline phase"},
-      {"--candidate-from", "C0",
-       "Start of the candidate phase (of the second bundle when two are given; there it defaults to B0)"},
-      {"--candidate-to", "C1", "End of the candidate phase (defaults to B1 with two bundles)"},
+      {"--baseline", "B0 B1", "The baseline phase (of the first bundle): from point B0 to point B1 (names, or #N)", 2},
+      {"--candidate", "C0 C1",
+       "The candidate phase (of the second bundle when two are given; there it defaults to B0 B1)", 2},
       {"--pool-map", "A_POOL=B_POOL",
        "Across bundles: pair pool A_POOL of the first with B_POOL of the second at all four points "
        "(repeatable; default pools pair by themselves)"},
