@@ -212,6 +212,52 @@ TEST_F(LifetimesTest, CohortsGroupByStack) {
   EXPECT_EQ(survivors["none"], 1u);
 }
 
+// What `--stack-depth` frames show of the stacks a bundle holds.
+TEST_F(LifetimesTest, StackTextShowsTheJobsFrames) {
+  MemoryBundleBuilder b;
+  // TCGD_MEMORY_STACKS=all from Python code: PyTorch's recorder and
+  // allocator innermost, the op's C++ frames, then the job's Python frames.
+  const uint64_t from_python = b.stack(
+      "torch-stack v1\n"
+      "torch::unwind::unwind()\t??\t0\n"
+      "tcgd::torchbridge::(anonymous namespace)::gatherAll()\ttracker.cpp\t74\n"
+      "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(unsigned long, "
+      "CUstream_st*)\tCUDACachingAllocator.cpp\t0\n"
+      "at::detail::empty_cuda(c10::ArrayRef<long>)\t??\t0\n"
+      "mse_loss\t/usr/lib/python3/torch/nn/functional.py\t3952\n"
+      "step\t/src/train.py\t75\n"
+      "main\t/src/train.py\t90\n");
+  // The same from autograd's thread: no Python frame at all.
+  const uint64_t from_cpp = b.stack(
+      "torch-stack v1\n"
+      "torch::CapturedTraceback::gather(bool, bool, bool)\t??\t0\n"
+      "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate(unsigned long)\t\t0\n"
+      "at::cuda::setWorkspaceForHandle(cublasContext*, c10::cuda::CUDAStream)\t??\t0\n"
+      "at::cuda::getCurrentCUDABlasHandle()\t??\t0\n"
+      "bool at::cuda::blas::gemm<float>(char, char, long) const\tBlas.cpp\t612\n");
+  const uint64_t native = b.stack(
+      "native-stack v1\n0x1a2b\t/usr/lib/libcudart.so.13\n0x3c4d\t/opt/torch/lib/libc10_cuda.so\n"
+      "truncated\n");
+  b.point("p0");
+  build(b);
+  const Bundle& bundle = *bundle_;
+  // Python frames only, innermost first, as many as asked.
+  EXPECT_EQ(stackText(bundle, StackRef{.blob = from_python}, 1), "mse_loss (functional.py:3952)");
+  EXPECT_EQ(stackText(bundle, StackRef{.blob = from_python}, 9),
+            "mse_loss (functional.py:3952) < step (train.py:75) < main (train.py:90)");
+  // No Python frame: C++ from the first frame outside the recorder and the
+  // allocator, without argument lists; a known source line is kept.
+  EXPECT_EQ(stackText(bundle, StackRef{.blob = from_cpp}, 9),
+            "at::cuda::setWorkspaceForHandle < at::cuda::getCurrentCUDABlasHandle < "
+            "bool at::cuda::blas::gemm<float> (Blas.cpp:612)");
+  EXPECT_EQ(stackText(bundle, StackRef{.native = true, .hash = 1, .blob = native}, 9),
+            "libcudart.so.13+0x1a2b < libc10_cuda.so+0x3c4d");
+  EXPECT_EQ(stackText(bundle, StackRef{.native = true, .hash = 0xab}, 9),
+            "native stack 0x00000000000000ab (frames not stored)");
+  EXPECT_EQ(stackText(bundle, StackRef{}, 3), "-");
+  EXPECT_EQ(stackText(bundle, StackRef{.blob = 99}, 3), "stack blob#99 (not stored)");
+}
+
 TEST_F(LifetimesTest, BlocksTakeTheirPythonStackAndSizeFromTheNextSnapshot) {
   MemoryBundleBuilder b;
   b.torchStatus(1);

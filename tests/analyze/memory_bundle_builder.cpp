@@ -117,6 +117,10 @@ void MemoryBundleBuilder::endReason(const std::string& reason, int32_t signal) {
   signal_ = signal;
 }
 
+uint64_t MemoryBundleBuilder::stack(std::string text) {
+  return addBlob(static_cast<uint32_t>(channel::BlobKind::kStack), std::move(text));
+}
+
 uint64_t MemoryBundleBuilder::addBlob(uint32_t kind, std::string data) {
   blobs_.emplace_back(kind, std::move(data));
   return blobs_.size();

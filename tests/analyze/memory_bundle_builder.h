@@ -92,6 +92,10 @@ class MemoryBundleBuilder {
   // The trailer's end reason (default "normal exit") and signal.
   void endReason(const std::string& reason, int32_t signal = 0);
 
+  // A stack blob (BlobKind::kStack: "torch-stack v1" or "native-stack v1"
+  // text) for snapshot blocks and native_stack records to name; its id.
+  uint64_t stack(std::string text);
+
   size_t records() const { return records_.size(); }
   // Writes `path`; with `trailer`, a complete trailer counting `dropped`
   // driver_memory records.

@@ -84,17 +84,33 @@ TEST(MemoryReport, TheHtmlIsSelfContained) {
   EXPECT_NE(html.find("<details class=\"point\""), std::string::npos);
 }
 
+// A stack as the torch bridge records it with TCGD_MEMORY_STACKS=all from
+// Python code: PyTorch's recorder and allocator innermost, then the op's C++
+// frames, then the job's Python frames.
+const char kAllStackFromPython[] =
+    "torch-stack v1\n"
+    "torch::unwind::unwind()\t??\t0\n"
+    "torch::CapturedTraceback::gather(bool, bool, bool)\t??\t0\n"
+    "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(unsigned long, "
+    "CUstream_st*)\tCUDACachingAllocator.cpp\t0\n"
+    "at::detail::empty_cuda(c10::ArrayRef<long>, c10::ScalarType)\t??\t0\n"
+    "forward\t/src/model.py\t12\n"
+    "_call_impl\t/usr/lib/python3/torch/nn/modules/module.py\t1790\n"
+    "step\t/src/train.py\t40\n";
+
 TEST(MemoryReport, GrowthByStackComesFromTheSnapshotsBlocks) {
   MemoryBundleBuilder b;
-  auto segment = [](uint64_t held, uint64_t stack) {
+  const uint64_t stack =
+      b.stack(kAllStackFromPython);
+  auto segment = [](uint64_t held, uint64_t stack_blob) {
     tb::SnapshotSegment s = testSegment(0x7f0000000000, 64 * kMiB, {0, 0}, held);
-    s.blocks[0].stack = stack;
+    s.blocks[0].stack = stack_blob;
     return s;
   };
   b.trace(types::kTraceAlloc, 0x7f0000000000, 4 * kMiB, {0, 0});
-  b.pointWithSnapshot("first", {segment(4 * kMiB, 7)});
+  b.pointWithSnapshot("first", {segment(4 * kMiB, stack)});
   b.trace(types::kTraceAlloc, 0x7f0000400000, 8 * kMiB, {0, 0});
-  b.pointWithSnapshot("second", {segment(12 * kMiB, 7)});
+  b.pointWithSnapshot("second", {segment(12 * kMiB, stack)});
   ScratchDir dir;
   const std::string bundle = dir.file("stacks.tcgd-memory");
   b.write(bundle);
@@ -103,12 +119,22 @@ TEST(MemoryReport, GrowthByStackComesFromTheSnapshotsBlocks) {
   const JsonValue report = parseJson(result.out);
   const JsonValue& stacks = report["plots"]["growth_by_stack"];
   ASSERT_EQ(stacks.size(), 1u);
-  EXPECT_EQ(stacks[0]["site"].asString(), "stack 0x7 (0,0)");
+  // Labelled by the job's two innermost Python frames, not by a blob id.
+  EXPECT_EQ(stacks[0]["site"].asString(), "forward (model.py:12) < _call_impl (module.py:1790) (0,0)");
+  EXPECT_EQ(stacks[0]["stack_blob"].asU64(), stack);
   EXPECT_EQ(stacks[0]["growth"].asI64(), static_cast<int64_t>(8 * kMiB));
   EXPECT_EQ(stacks[0]["interval"].asString(), "\"first\" -> \"second\"");
   const JsonValue& pools = report["plots"]["growth_by_pool"];
   ASSERT_EQ(pools.size(), 1u);
   EXPECT_EQ(pools[0]["growth"].asI64(), static_cast<int64_t>(8 * kMiB));
+
+  const std::string out = dir.file("report");
+  ASSERT_EQ(runAnalyze({"memory", "report", bundle, "--output", out}).exit_code, 0);
+  const std::vector<std::pair<std::string, std::string>> sites =
+      growthSites(readFile(out + "/report.html"), "growth-by-stack");
+  ASSERT_EQ(sites.size(), 1u);
+  // As the page holds it: escaped.
+  EXPECT_EQ(sites[0].first, "forward (model.py:12) &lt; _call_impl (module.py:1790) (0,0)");
 }
 
 TEST(MemoryReport, ANonEmptyDirectoryNeedsOverwrite) {

@@ -8,6 +8,8 @@
 #include <set>
 #include <tuple>
 
+#include "lifetimes.h"
+
 namespace tcgd::analyze {
 namespace {
 
@@ -162,6 +164,9 @@ void collectPoolGrowth(const MemoryHistory& history, bool several, MemoryReportD
   sortGrowth(&data->growth_by_pool);
 }
 
+// Frames of a stack in a growth site's label.
+constexpr size_t kSiteFrames = 2;
+
 // Bytes of allocated blocks per (device, pool, stack) in one snapshot.
 using StackKey = std::tuple<int16_t, tb::PoolId, uint64_t>;
 std::map<StackKey, std::pair<uint64_t, uint64_t>> heldByStack(const tb::AllocatorSnapshot& s) {
@@ -179,7 +184,8 @@ std::map<StackKey, std::pair<uint64_t, uint64_t>> heldByStack(const tb::Allocato
 
 // What each stack held at a snapshot minus what it held at the previous
 // snapshot (allocated: held after, freed: held before).
-void collectStackGrowth(const MemorySummary& summary, bool several, MemoryReportData* data) {
+void collectStackGrowth(const Bundle& bundle, const MemorySummary& summary, bool several,
+                        MemoryReportData* data) {
   const PointMemory* previous = nullptr;
   std::map<StackKey, std::pair<uint64_t, uint64_t>> before;
   for (const PointMemory& point : summary.points) {
@@ -197,8 +203,10 @@ void collectStackGrowth(const MemorySummary& summary, bool several, MemoryReport
       for (auto& [key, site] : sites) {
         if (site.growth() <= 0) continue;
         site.interval = interval;
-        site.site = fmt::format("{}stack {:#x} {}", devicePrefix(several, std::get<0>(key)),
-                                std::get<2>(key), poolId(std::get<1>(key)));
+        site.site = fmt::format("{}{} {}", devicePrefix(several, std::get<0>(key)),
+                                stackText(bundle, StackRef{.blob = std::get<2>(key)}, kSiteFrames),
+                                poolId(std::get<1>(key)));
+        site.stack = std::get<2>(key);
         data->growth_by_stack.push_back(std::move(site));
       }
     }
@@ -237,7 +245,8 @@ std::string htmlEscape(std::string_view text) {
   return out;
 }
 
-MemoryReportData collectReportData(const MemorySummary& summary, const MemoryHistory* history) {
+MemoryReportData collectReportData(const Bundle& bundle, const MemorySummary& summary,
+                                   const MemoryHistory* history) {
   MemoryReportData data;
   std::set<int32_t> devices;
   for (const PointMemory& point : summary.points) {
@@ -246,7 +255,7 @@ MemoryReportData collectReportData(const MemorySummary& summary, const MemoryHis
   }
   collectPoolMemory(summary, &data);
   if (history != nullptr) collectPoolGrowth(*history, devices.size() > 1, &data);
-  collectStackGrowth(summary, devices.size() > 1, &data);
+  collectStackGrowth(bundle, summary, devices.size() > 1, &data);
   return data;
 }
 

@@ -34,7 +34,10 @@ struct PlotSeries {
 
 struct GrowthSite {
   std::string interval;  // MemoryHistory::intervalName
-  std::string site;      // "(1,0)" or "stack 0x2a (0,0)", with "device D " when several
+  // "(1,0)", or by stack its innermost frames and the pool ("forward
+  // (model.py:12) < step (train.py:40) (1,0)"); "device D " first when several.
+  std::string site;
+  uint64_t stack = 0;  // by stack: the stack's blob id (memory stacks, JSON)
   // By pool: bytes allocated and frees completed in the interval, and the
   // allocations. By stack: bytes held at the later snapshot and at the
   // earlier one, and the blocks held at the later one.
@@ -53,7 +56,8 @@ struct MemoryReportData {
 };
 
 // `history` may be null (no allocator history): growth by pool is empty then.
-MemoryReportData collectReportData(const MemorySummary& summary, const MemoryHistory* history);
+MemoryReportData collectReportData(const Bundle& bundle, const MemorySummary& summary,
+                                   const MemoryHistory* history);
 
 // The whole page. `top` caps the growth bars of each plot.
 std::string htmlReport(const Bundle& bundle, const MemorySummary& summary,

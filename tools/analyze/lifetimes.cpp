@@ -253,6 +253,38 @@ LifetimeTable reconstructLifetimes(const MemoryHistory& history, const LifetimeO
   return LifetimeReconstruction(history, options).run();
 }
 
+namespace {
+
+// A frame of PyTorch's own recording machinery or of its allocator: the
+// innermost frames of every C++ ("all") stack, the same for all of them.
+bool recorderFrame(std::string_view function) {
+  for (const std::string_view part : {"unwind::unwind", "CapturedTraceback::", "tcgd::torchbridge::",
+                                      "CUDACachingAllocator::"}) {
+    if (function.find(part) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// "at::cuda::f(cublasContext*, c10::cuda::CUDAStream)" -> "at::cuda::f".
+std::string_view withoutArguments(std::string_view function) {
+  std::string_view name = function;
+  if (name.ends_with(" const")) name.remove_suffix(6);
+  if (!name.ends_with(')')) return function;
+  int open = 0;
+  for (size_t i = name.size(); i-- > 0;) {
+    if (name[i] == ')') ++open;
+    if (name[i] == '(' && --open == 0) return i == 0 ? function : name.substr(0, i);
+  }
+  return function;
+}
+
+struct TorchFrame {
+  std::string text;
+  bool python = false;
+};
+
+}  // namespace
+
 std::string stackText(const Bundle& bundle, const StackRef& stack, size_t depth) {
   if (!stack.native && stack.blob == 0) return "-";
   const BlobInfo* blob = stack.blob != 0 ? bundle.blob(stack.blob) : nullptr;
@@ -260,34 +292,53 @@ std::string stackText(const Bundle& bundle, const StackRef& stack, size_t depth)
     return stack.native ? fmt::format("native stack {:#018x} (frames not stored)", stack.hash)
                         : fmt::format("stack blob#{} (not stored)", stack.blob);
   }
-  std::string out;
+  // native: "native-stack v1", then offset<TAB>module per frame; torch:
+  // "torch-stack v1", then function<TAB>file<TAB>line per frame.
+  std::vector<TorchFrame> frames;
   std::string_view text = blob->data;
-  size_t frames = 0;
-  bool header = true;
-  while (!text.empty() && frames < depth) {
+  bool header = true, python = false;
+  while (!text.empty()) {
     const size_t newline = text.find('\n');
     const std::string_view line = text.substr(0, newline);
     text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
-    if (header) {  // "native-stack v1", "torch-stack v1"
+    if (header) {
       header = false;
       continue;
     }
     if (line.empty() || line == "truncated") continue;
-    // native: offset<TAB>module; torch: function<TAB>file<TAB>line.
     const size_t tab = line.find('\t');
-    std::string frame(line);
-    if (tab != std::string_view::npos) {
-      const std::string_view first = line.substr(0, tab);
-      const std::string_view rest = line.substr(tab + 1);
-      const size_t tab2 = rest.find('\t');
-      if (stack.native || tab2 == std::string_view::npos) {
-        frame = fmt::format("{}+{}", baseName(rest), first);
-      } else {
-        frame = fmt::format("{} ({}:{})", first, baseName(rest.substr(0, tab2)),
-                            rest.substr(tab2 + 1));
-      }
+    if (tab == std::string_view::npos) {
+      frames.push_back({std::string(line), false});
+      continue;
     }
-    out += (frames++ == 0 ? "" : " < ") + frame;
+    const std::string_view first = line.substr(0, tab);
+    const std::string_view rest = line.substr(tab + 1);
+    const size_t tab2 = rest.find('\t');
+    if (stack.native || tab2 == std::string_view::npos) {
+      frames.push_back({fmt::format("{}+{}", baseName(rest), first), false});
+      continue;
+    }
+    const std::string_view file = rest.substr(0, tab2), number = rest.substr(tab2 + 1);
+    const bool is_python = file.ends_with(".py") || file.starts_with("<");
+    if (!is_python && frames.empty() && recorderFrame(first)) continue;
+    python = python || is_python;
+    if (is_python || (!file.empty() && file != "??" && number != "0")) {
+      frames.push_back({fmt::format("{} ({}:{})", is_python ? first : withoutArguments(first),
+                                    baseName(file), number),
+                        is_python});
+    } else {
+      frames.push_back({std::string(withoutArguments(first)), false});
+    }
+  }
+  // A stack with Python frames ("python", or "all" from Python code) shows
+  // those: the code the job's author wrote. C++ frames show otherwise (an
+  // "all" stack from a thread without Python, such as autograd's).
+  std::string out;
+  size_t shown = 0;
+  for (const TorchFrame& frame : frames) {
+    if (shown == depth) break;
+    if (python && !frame.python) continue;
+    out += (shown++ == 0 ? "" : " < ") + frame.text;
   }
   return out.empty() ? std::string("-") : out;
 }

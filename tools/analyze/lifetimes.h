@@ -106,7 +106,10 @@ LifetimeTable reconstructLifetimes(const MemoryHistory& history,
                                    const LifetimeOptions& options = {});
 
 // The stack as text: up to `depth` frames, innermost first, joined by " < "
-// ("libc10_cuda.so+0x1234", "forward (model.py:12)"); "-" for none.
+// ("libc10_cuda.so+0x1234", "forward (model.py:12)"); "-" for none. A
+// PyTorch stack with Python frames shows only those; one without shows its
+// C++ frames from the first outside PyTorch's recorder and allocator, each
+// function without its argument list.
 std::string stackText(const Bundle& bundle, const StackRef& stack, size_t depth);
 
 // Index of the point named `name` in the history's intervals (interval

@@ -53,6 +53,7 @@ void growthJson(const std::vector<GrowthSite>& sites, bool stacks, size_t top, J
     json.beginObject();
     json.key("interval").value(site.interval);
     json.key("site").value(site.site);
+    if (stacks) json.key("stack_blob").value(site.stack);
     json.key(stacks ? "held_after" : "allocated").value(site.allocated);
     json.key(stacks ? "held_before" : "freed").value(site.freed);
     json.key(stacks ? "blocks" : "allocations").value(site.allocations);
@@ -160,7 +161,7 @@ int runMemoryReport(const ParsedArgs& args, Output& out) {
     summary_options.keep_snapshots.push_back(point.ordinal());
   const MemorySummary summary = summarizeMemory(bundle, summary_options);
   const MemoryHistory history = buildMemoryHistory(bundle);
-  const MemoryReportData data = collectReportData(summary, &history);
+  const MemoryReportData data = collectReportData(bundle, summary, &history);
   emitReport(buildReport(bundle, summary, data, top, output.dir.has_value()), output, out);
   for (const auto& warning : summary.warnings) {
     std::fprintf(stderr, "%s: warning: %s: %s\n", kProgramName, bundle.path().c_str(),
