@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -160,7 +161,7 @@ TEST_F(Leaks, ASteadyPoolIsNotALeak) {
   EXPECT_EQ(r.outliving(), 0u);
   const ToolResult text = runAnalyze({"memory", "leaks", path, "--findings-only"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("findings (0)\n  no pool grows across replays, none outlives its graph"), std::string::npos)
+  EXPECT_NE(text.out.find("findings (0)\n  no pool grows across replays, outlives its graph or sits idle"), std::string::npos)
       << text.out;
   EXPECT_EQ(text.out.find("captures ("), std::string::npos) << text.out;
 }
@@ -187,6 +188,108 @@ TEST_F(Leaks, APoolStillReservedAfterItsExecWasDestroyedOutlivesIt) {
   EXPECT_EQ(kept.outliving(), 0u);
   ASSERT_EQ(kept.captures.size(), 1u);
   EXPECT_FALSE(kept.captures[0].execs[0].destroyed.has_value());
+}
+
+// Graph A (pool (1,0)) replayed, then only graph B (pool (2,0)): A's pool is
+// idle from its last launch on; B's is not. Graph C (pool (3,0)) is captured
+// and instantiated but never launched while B runs.
+TEST_F(Leaks, APoolWhoseGraphIsNoLongerLaunchedWhileOthersAreIsIdle) {
+  constexpr uint64_t kGraphB = 0x5100, kExecB = 0x6100, kGraphC = 0x5200, kExecC = 0x6200;
+  MemoryBundleBuilder b;
+  const auto capture = [&](uint64_t graph, uint64_t exec, uint64_t base, uint64_t pool) {
+    b.add(types::kBeginCapture, RecordClass::kDriverGraph, {kStream, 0, 0, kNowhere});
+    b.trace(types::kTraceSegmentAlloc, base, 8 * kMiB, {pool, 0}, kStream);
+    b.trace(types::kTraceAlloc, base, 6 * kMiB, {pool, 0}, kStream);
+    b.add(types::kEndCapture, RecordClass::kDriverGraph, {kStream, graph, 0});
+    b.add(types::kInstantiate, RecordClass::kDriverGraph, {exec, graph, 0, 0, 0});
+  };
+  const auto launch = [&](uint64_t exec, int times) {
+    for (int i = 0; i < times; ++i)
+      b.add(types::kRuntimeGraphLaunch, RecordClass::kDriverGraph, {exec, 0, 0, 0, kStream});
+  };
+  const std::vector<tb::SnapshotSegment> pools = {testSegment(0x10000000, 8 * kMiB, {1, 0}, 6 * kMiB),
+                                                  testSegment(0x20000000, 8 * kMiB, {2, 0}, 6 * kMiB),
+                                                  testSegment(0x30000000, 8 * kMiB, {3, 0}, 6 * kMiB)};
+  capture(kGraph, kExec, 0x10000000, 1);
+  capture(kGraphB, kExecB, 0x20000000, 2);
+  capture(kGraphC, kExecC, 0x30000000, 3);
+  b.pointWithSnapshot("captured", pools);
+  launch(kExec, 4);
+  launch(kExecB, 4);
+  b.pointWithSnapshot("both", pools);
+  launch(kExecB, 5);
+  b.pointWithSnapshot("only_b", pools);
+  launch(kExecB, 5);
+  b.pointWithSnapshot("end", pools);
+  const std::string path = dir_.file("idle.tcgd-memory");
+  b.write(path);
+
+  const LeaksReport r = findLeaks(path);
+  const PoolLeak* a = findPool(r, {1, 0});
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(a->held_at.empty());  // its exec lives: not outliving
+  ASSERT_EQ(a->idle_at.size(), 2u);
+  EXPECT_EQ(r.points[a->idle_at[0]].name, "only_b");
+  EXPECT_EQ(r.points[a->idle_at[1]].name, "end");
+  ASSERT_TRUE(a->last_launch.has_value());
+  EXPECT_EQ(a->idle_since, *a->last_launch);
+  EXPECT_EQ(a->launches_since, 14u);  // B's 4 after A's last, then 5 and 5
+  const PoolLeak* busy = findPool(r, {2, 0});
+  ASSERT_NE(busy, nullptr);
+  EXPECT_TRUE(busy->idle_at.empty());
+  const PoolLeak* never = findPool(r, {3, 0});
+  ASSERT_NE(never, nullptr);
+  ASSERT_EQ(never->idle_at.size(), 3u);
+  EXPECT_FALSE(never->last_launch.has_value());
+  EXPECT_EQ(never->launches_since, 18u);
+
+  const ToolResult text = runAnalyze({"memory", "leaks", path, "--findings-only"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("is idle: its graph (capture 1) was last launched at seq"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("then 14 launches of other graphs; still 8 MiB reserved (6 MiB allocated) at \"end\""),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("(capture 3) was never launched, instantiated by seq"), std::string::npos) << text.out;
+  const JsonValue json = parsed(runAnalyze({"memory", "leaks", path, "--json"}));
+  size_t idle = 0;
+  for (const JsonValue& f : json["findings"].items) idle += f["kind"].asString() == "idle" ? 1 : 0;
+  EXPECT_EQ(idle, 2u);
+  for (const JsonValue& p : json["pools"].items) {
+    if (p["pool"][0].asI64() != 1) continue;
+    EXPECT_EQ(p["idle"]["launches_since"].asU64(), 14u);
+    EXPECT_EQ(p["idle"]["held_at"].size(), 2u);
+  }
+}
+
+// Two graphs launched in turn in every interval (a forward and a backward
+// graph, say): neither is idle, though the other ran after each one's last
+// launch.
+TEST_F(Leaks, GraphsLaunchedInTurnAreNotIdle) {
+  constexpr uint64_t kGraphB = 0x5100, kExecB = 0x6100;
+  MemoryBundleBuilder b;
+  for (const auto& [graph, exec, base, pool] : {std::tuple{kGraph, kExec, uint64_t{0x10000000}, uint64_t{1}},
+                                               std::tuple{kGraphB, kExecB, uint64_t{0x20000000}, uint64_t{2}}}) {
+    b.add(types::kBeginCapture, RecordClass::kDriverGraph, {kStream, 0, 0, kNowhere});
+    b.trace(types::kTraceSegmentAlloc, base, 8 * kMiB, {pool, 0}, kStream);
+    b.add(types::kEndCapture, RecordClass::kDriverGraph, {kStream, graph, 0});
+    b.add(types::kInstantiate, RecordClass::kDriverGraph, {exec, graph, 0, 0, 0});
+  }
+  const std::vector<tb::SnapshotSegment> pools = {testSegment(0x10000000, 8 * kMiB, {1, 0}, 0),
+                                                  testSegment(0x20000000, 8 * kMiB, {2, 0}, 0)};
+  b.pointWithSnapshot("p0", pools);
+  for (int interval = 1; interval <= 3; ++interval) {
+    for (int step = 0; step < 4; ++step) {
+      b.add(types::kRuntimeGraphLaunch, RecordClass::kDriverGraph, {kExec, 0, 0, 0, kStream});
+      b.add(types::kRuntimeGraphLaunch, RecordClass::kDriverGraph, {kExecB, 0, 0, 0, kStream});
+    }
+    b.pointWithSnapshot("p" + std::to_string(interval), pools);
+  }
+  const std::string path = dir_.file("in-turn.tcgd-memory");
+  b.write(path);
+  const LeaksReport r = findLeaks(path);
+  ASSERT_EQ(r.pools.size(), 2u);
+  for (const PoolLeak& p : r.pools) EXPECT_TRUE(p.idle_at.empty()) << p.pool.first;
 }
 
 TEST_F(Leaks, OneGraphCapturedAgainIntoNewPoolsIsRepeated) {

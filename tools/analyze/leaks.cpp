@@ -228,6 +228,43 @@ std::optional<std::pair<uint64_t, std::string>> goneSince(const std::vector<cons
   return std::make_pair(since, text);
 }
 
+// A pool whose graphs are alive but no longer launched while other graphs
+// are: reserved at the end of whole intervals between points, after its
+// graphs' last launch (or, never launched, after their capture and
+// instantiation), in which other graphs were launched; the last point with
+// a snapshot among them.
+template <typename CountIn>
+void findIdle(const std::vector<const Capture*>& captures, const std::vector<uint64_t>& all_launches,
+              const CountIn& countIn, const std::vector<LeakPoint>& points, PoolLeak& pool) {
+  uint64_t since = 0;
+  for (const Capture* c : captures) {
+    if (c->failed() || c->graph == 0 || c->execs.empty() || !c->ended) return;  // nothing to launch
+    since = std::max(since, *c->ended);
+    for (const GraphExec& e : c->execs) {
+      since = std::max(since, e.instantiated);
+      if (!e.launches.empty()) {
+        pool.last_launch = std::max(pool.last_launch.value_or(0), e.launches.back());
+        since = std::max(since, e.launches.back());
+      }
+    }
+  }
+  // A whole interval between points after `since` with other launches in
+  // it: graphs launched in turn (A, B, A, B, ...) are never idle, however
+  // the last interval ends.
+  for (size_t k = 1; k < points.size(); ++k) {
+    if (points[k - 1].sequence < since || pool.series[k].reserved == 0) continue;
+    if (countIn(all_launches, points[k - 1].sequence, points[k].sequence) == 0) continue;
+    pool.idle_at.push_back(k);
+  }
+  if (pool.idle_at.empty() || pool.idle_at.back() + 1 != points.size()) {
+    pool.idle_at.clear();
+    pool.last_launch.reset();
+    return;
+  }
+  pool.idle_since = since;
+  pool.launches_since = countIn(all_launches, since, points.back().sequence);
+}
+
 // The longest run of intervals where `change` grew with launches in each.
 std::optional<PoolGrowth> growthRun(const PoolLeak& pool, bool reserved, size_t min_intervals) {
   std::optional<PoolGrowth> best;
@@ -423,6 +460,8 @@ LeaksReport findLeaks(const std::string& bundle_path, const LeaksOptions& option
         pool.outlives = gone->second;
         for (size_t k = 0; k < points.size(); ++k)
           if (out.points[k].sequence > gone->first && pool.series[k].reserved > 0) pool.held_at.push_back(k);
+      } else if (!captures.empty()) {
+        findIdle(captures, all_launches, countIn, out.points, pool);
       }
     }
     out.pools.push_back(std::move(pool));

@@ -20,7 +20,10 @@
 // are states at points, so growth between them is a trend, not a proof; a
 // pool "outlives its graph" when it is still reserved after every exec of
 // its graphs was destroyed (or its capture failed), which PyTorch does by
-// design until empty_cache() or while tensors of the pool are alive.
+// design until empty_cache() or while tensors of the pool are alive. A pool
+// is "idle" when its graphs are alive but were not launched again while
+// other graphs were, and it still holds memory at the last point: graphs
+// kept for shapes or phases the job no longer runs.
 #pragma once
 
 #include <cstdint>
@@ -108,6 +111,16 @@ struct PoolLeak {
   // Outliving: why the pool should be empty, and the points where it is not.
   std::string outlives;            // empty: not outliving
   std::vector<size_t> held_at;     // point indices where it is still reserved after that
+  // Idle: its graphs alive (an exec not destroyed) but not launched since
+  // `idle_since` (their last launch, else their capture's end or
+  // instantiation) while other graphs were (`launches_since` of them up to
+  // the last point); `idle_at` are the points ending a whole interval after
+  // idle_since with other launches in it where the pool is still reserved,
+  // the last point with a snapshot among them. Empty idle_at: not idle.
+  std::vector<size_t> idle_at;
+  std::optional<uint64_t> last_launch;  // idle: nullopt when never launched
+  uint64_t idle_since = 0;
+  uint64_t launches_since = 0;
   bool suspect() const { return growth.has_value(); }
 };
 

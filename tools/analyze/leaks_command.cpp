@@ -29,6 +29,10 @@ inline constexpr const char* kHeuristics[] = {
     "outlives: a graph-private pool still reserved at a point after every exec of its graph(s) was "
     "destroyed, or after its capture failed; PyTorch keeps a released private pool's segments until "
     "empty_cache() and its blocks while tensors in them live, so check whether that is expected",
+    "idle: a graph-private pool still reserved at the last point with a snapshot, whose graph(s) still "
+    "have an exec but were not launched in a whole interval between points (after their last launch, or "
+    "their capture when never launched) in which other graphs were; memory kept for a graph the job may "
+    "no longer replay",
     "repeated: captures with the same graph inventory (node counts and kernels) are taken for one graph",
     "a capture's pools are those the allocator trace shows it allocating into between its begin and "
     "end records; without the trace a pool has no capture and its graph is not known",
@@ -62,7 +66,7 @@ std::string heldText(const LeaksReport& r, const PoolLeak& p) {
 }
 
 struct Finding {
-  std::string kind;  // "growth", "outlives", "repeated"
+  std::string kind;  // "growth", "outlives", "idle", "repeated"
   int32_t device = -1;
   std::string pool;
   std::string text;
@@ -76,6 +80,19 @@ std::vector<Finding> findings(const LeaksReport& r) {
     if (!p.held_at.empty()) {
       out.push_back({"outlives", p.device, poolText(p.pool),
                      fmt::format("{} outlives its graph: {}; still {}", name, p.outlives, heldText(r, p))});
+    }
+    if (!p.idle_at.empty()) {
+      const PoolAtPoint& end = p.series[p.idle_at.back()];
+      std::string captures;
+      for (const uint32_t c : p.captures) captures += (captures.empty() ? "" : ", ") + std::to_string(c);
+      out.push_back(
+          {"idle", p.device, poolText(p.pool),
+           fmt::format("{} is idle: its graph (capture{} {}) {} seq {}, then {} launches of other graphs; "
+                       "still {} reserved ({} allocated) at {}",
+                       name, p.captures.size() > 1 ? "s" : "", captures,
+                       p.last_launch ? "was last launched at" : "was never launched, instantiated by",
+                       p.idle_since, p.launches_since, humanBytes(end.reserved), humanBytes(end.allocated),
+                       pointName(r, p.idle_at.back()))});
     }
   }
   for (const RepeatedCapture& rep : r.repeated) {
@@ -132,7 +149,7 @@ std::string leaksText(const LeaksReport& r, bool only_findings) {
   out.push_back('\n');
   const std::vector<Finding> found = findings(r);
   line(&out, 0, "findings ({})", found.size());
-  if (found.empty()) line(&out, 2, "no pool grows across replays, none outlives its graph");
+  if (found.empty()) line(&out, 2, "no pool grows across replays, outlives its graph or sits idle");
   for (const Finding& f : found) line(&out, 2, "{:<9} {}", f.kind, f.text);
   if (only_findings) return out;
 
@@ -256,6 +273,22 @@ void leaksJson(const LeaksReport& r, std::string* out) {
       json.key("launches").value(g.launches);
       json.key("per_launch");
       if (const auto per = g.perLaunch()) json.value(*per); else json.null();
+      json.endObject();
+    } else {
+      json.null();
+    }
+    json.key("idle");
+    if (!p.idle_at.empty()) {
+      json.beginObject();
+      json.key("last_launch");
+      if (p.last_launch) json.value(*p.last_launch); else json.null();
+      json.key("since").value(p.idle_since).key("launches_since").value(p.launches_since);
+      json.key("held_at").beginArray();
+      for (const size_t k : p.idle_at) {
+        json.beginObject().key("point").value(r.points[k].name);
+        json.key("reserved").value(p.series[k].reserved).key("allocated").value(p.series[k].allocated).endObject();
+      }
+      json.endArray();
       json.endObject();
     } else {
       json.null();
