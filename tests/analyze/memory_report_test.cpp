@@ -137,6 +137,43 @@ TEST(MemoryReport, GrowthByStackComesFromTheSnapshotsBlocks) {
   EXPECT_EQ(sites[0].first, "forward (model.py:12) &lt; _call_impl (module.py:1790) (0,0)");
 }
 
+TEST(MemoryReport, LeakFindingsAndPhasesJoinTheReport) {
+  ScratchDir dir;
+  const std::string out = dir.file("report");
+  ASSERT_EQ(runAnalyze({"memory", "report", goldenBundle("failed-capture"), "--output", out}).exit_code, 0);
+  const JsonValue report = parseJson(readFile(out + "/report.json"));
+  ASSERT_EQ(report["leak_findings"].size(), 1u);
+  EXPECT_EQ(report["leak_findings"][0]["kind"].asString(), "outlives");
+  EXPECT_EQ(report["leak_findings"][0]["pool"].asString(), "(1,0)");
+  EXPECT_TRUE(report["phases"].isNull());
+  EXPECT_NE(readFile(out + "/report.txt").find("leak findings (1;"), std::string::npos);
+  EXPECT_NE(readFile(out + "/leak_findings.csv").find("outlives,0,\"(1,0)\""), std::string::npos)
+      << readFile(out + "/leak_findings.csv");
+  const std::string html = readFile(out + "/report.html");
+  EXPECT_NE(html.find("<li data-finding=\"outlives\">"), std::string::npos);
+  EXPECT_EQ(html.find("id=\"phases\""), std::string::npos);
+
+  // The transformer's capture against its replays: what compare-phases says.
+  const ToolResult phases = runAnalyze({"memory", "report", goldenBundle("transformer"), "--json", "--baseline",
+                                        "after_warmup", "after_capture", "--candidate", "after_capture",
+                                        "after_replays"});
+  ASSERT_EQ(phases.exit_code, 0) << phases.err;
+  const JsonValue with = parseJson(phases.out);
+  EXPECT_EQ(with["phases"]["schema"].asString(), "tcgd.memory.compare_phases");
+  EXPECT_EQ(with["phases"]["mismatches"].asU64(), 0u);
+  const ToolResult alone = runAnalyze({"memory", "compare-phases", goldenBundle("transformer"), "--json",
+                                       "--baseline", "after_warmup", "after_capture", "--candidate",
+                                       "after_capture", "after_replays"});
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_EQ(with["phases"]["ranked"].size(), parseJson(alone.out)["ranked"].size());
+
+  // Both phases or neither.
+  const ToolResult half =
+      runAnalyze({"memory", "report", goldenBundle("transformer"), "--baseline", "after_warmup", "after_capture"});
+  EXPECT_EQ(half.exit_code, 2);
+  EXPECT_NE(half.err.find("--baseline needs --candidate C0 C1"), std::string::npos) << half.err;
+}
+
 TEST(MemoryReport, ANonEmptyDirectoryNeedsOverwrite) {
   ScratchDir dir;
   const std::string out = dir.file("report");

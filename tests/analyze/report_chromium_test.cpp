@@ -48,7 +48,9 @@ TEST(ReportInChromium, QuickstartRendersAndItsPlotsHoldTheExpectedSeries) {
   }
   ScratchDir dir;
   const std::string out = dir.file("report");
-  ASSERT_EQ(runAnalyze({"memory", "report", goldenBundle("quickstart"), "--output", out}).exit_code,
+  ASSERT_EQ(runAnalyze({"memory", "report", goldenBundle("quickstart"), "--output", out, "--baseline",
+                        "before_capture", "after_capture", "--candidate", "after_capture", "after_replays"})
+                .exit_code,
             0);
   const std::string dom_path = dir.file("dom.html");
   // --no-sandbox: tests may run as root, where Chromium refuses its sandbox.
@@ -75,7 +77,7 @@ TEST(ReportInChromium, QuickstartRendersAndItsPlotsHoldTheExpectedSeries) {
     seen.push_back(size[1].str());
   }
   EXPECT_EQ(seen, (std::vector<std::string>{"pool-memory", "residual-split", "growth-by-pool",
-                                            "growth-by-stack"}));
+                                            "growth-by-stack", "phase-added"}));
 
   // The series as Chromium's DOM holds them.
   const JsonValue report = parseJson(readFile(out + "/report.json"));
@@ -94,6 +96,14 @@ TEST(ReportInChromium, QuickstartRendersAndItsPlotsHoldTheExpectedSeries) {
   const auto growth = growthSites(dom, "growth-by-pool");
   ASSERT_FALSE(growth.empty());
   EXPECT_EQ(growth[0].first, "(1,0)");
+  // memory leaks' finding: the graph's exec is destroyed at exit, its pool
+  // still reserved.
+  EXPECT_NE(dom.find("<li data-finding=\"outlives\">"), std::string::npos);
+  // The phases: the capture's 16 MiB is the baseline's change, not the
+  // replays' (the candidate's), so the candidate added -16 MiB there.
+  EXPECT_NE(dom.find("data-row=\"device 0 pool graph-private (1,0) allocated\" data-added=\"" +
+                     std::to_string(-static_cast<int64_t>(16 * kMiB)) + "\""),
+            std::string::npos);
   // One report-tree entry per point.
   size_t details = 0;
   for (size_t at = dom.find("<details class=\"point\""); at != std::string::npos;

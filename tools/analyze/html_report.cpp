@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "lifetimes.h"
+#include "phases_report.h"
 
 namespace tcgd::analyze {
 namespace {
@@ -471,6 +472,53 @@ void growthBars(const char* plot, const std::vector<GrowthSite>& sites, size_t t
   *out += "</svg>";
 }
 
+void leakFindings(const std::vector<LeakFinding>* findings, std::string* out) {
+  auto it = std::back_inserter(*out);
+  if (findings == nullptr) {
+    *out += "<p class=\"meta\" data-findings=\"none\">Not looked for: no allocator snapshot in this bundle.</p>";
+    return;
+  }
+  fmt::format_to(it, "<ul class=\"findings\" data-findings=\"{}\">", findings->size());
+  if (findings->empty()) *out += "<li>no pool grows across replays, outlives its graph or sits idle</li>";
+  for (const LeakFinding& f : *findings)
+    fmt::format_to(it, "<li data-finding=\"{}\"><b>{}</b> {}</li>", f.kind, f.kind, htmlEscape(f.text));
+  *out += "</ul>";
+}
+
+void phaseRows(const PhasesComparison& c, size_t top, std::string* out) {
+  auto it = std::back_inserter(*out);
+  fmt::format_to(it,
+                 "<p class=\"meta\">baseline \"{}\" &rarr; \"{}\", candidate \"{}\" &rarr; \"{}\": "
+                 "end gap = start gap + candidate change - baseline change, {}; rows ranked by what the "
+                 "candidate added (candidate change - baseline change).</p>",
+                 htmlEscape(c.b0.name), htmlEscape(c.b1.name), htmlEscape(c.c0.name), htmlEscape(c.c1.name),
+                 c.mismatches == 0 ? std::string("holds on every row")
+                                   : fmt::format("does not hold on {} rows", c.mismatches));
+  std::vector<GrowthSite> added;
+  *out += "<table class=\"phases\" data-phases=\"ranked\"><tr><th>row</th><th>added</th><th>baseline change</th>"
+          "<th>candidate change</th><th>start gap</th><th>end gap</th></tr>";
+  const auto bytes = [](const std::optional<int64_t>& v) { return v ? signedHuman(*v) : std::string("n/a"); };
+  size_t shown = 0;
+  for (const PhaseRow* row : rankedRows(c)) {
+    if (shown++ == top) break;
+    const std::string name = phaseRowName(*row);
+    fmt::format_to(it, "<tr data-row=\"{}\" data-added=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                       "<td>{}</td><td>{}</td></tr>",
+                   htmlEscape(name), *row->added(), htmlEscape(name), bytes(row->added()),
+                   bytes(row->baseline.change()), bytes(row->candidate.change()), bytes(row->start_gap.change()),
+                   bytes(row->end_gap.change()));
+    if (*row->added() > 0) {
+      GrowthSite site;
+      site.site = name;
+      site.interval = "";
+      site.allocated = static_cast<uint64_t>(*row->added());
+      added.push_back(std::move(site));
+    }
+  }
+  *out += "</table>";
+  growthBars("phase-added", added, top, out);
+}
+
 std::string figures(const tb::AllocatorFigures& f) {
   return fmt::format("reserved {}, allocated {}, active {}, requested {}, {} segments, {} blocks",
                      humanBytes(f.reserved), humanBytes(f.allocated), humanBytes(f.active),
@@ -571,12 +619,15 @@ svg { background: #fafafa; border: 1px solid #e4e4e4; display: block; max-width:
 .tree, .tree ul { list-style: none; padding-left: 18px; margin: 2px 0; }
 .tree li { margin: 1px 0; }
 details.point { margin: 6px 0; } summary { cursor: pointer; font-weight: 600; }
+table.phases { border-collapse: collapse; margin: 8px 0; font-size: 13px; }
+table.phases td, table.phases th { border: 1px solid #e4e4e4; padding: 2px 8px; text-align: right; }
+table.phases td:first-child { text-align: left; }
 </style>)";
 
 }  // namespace html
 
 std::string htmlReport(const Bundle& bundle, const MemorySummary& summary,
-                       const MemoryReportData& data, size_t top) {
+                       const MemoryReportData& data, size_t top, const ReportFindings& findings) {
   std::string out;
   out.reserve(64 * 1024);
   auto it = std::back_inserter(out);
@@ -590,8 +641,9 @@ std::string htmlReport(const Bundle& bundle, const MemorySummary& summary,
                  bundle.complete() ? "complete" : htmlEscape("incomplete: " + bundle.endReason()));
   out +=
       "<p class=\"meta\"><a href=\"#pool-memory\">memory by pool</a> · <a href=\"#residual-split\">"
-      "residual split</a> · <a href=\"#growth\">top growth sites</a> · <a href=\"#tree\">report "
-      "tree</a></p>\n";
+      "residual split</a> · <a href=\"#growth\">top growth sites</a> · <a href=\"#findings\">leak "
+      "findings</a> · "
+      "<a href=\"#tree\">report tree</a></p>\n";
   out +=
       "<h2 id=\"pool-memory\">Memory by pool over points</h2>\n<p class=\"meta\">Allocated (solid) "
       "and reserved (dashed) bytes of each pool at each point with an allocator snapshot, and the "
@@ -612,6 +664,15 @@ std::string htmlReport(const Bundle& bundle, const MemorySummary& summary,
       "at the previous one (snapshots with stacks; <code>tcgd-analyze memory stacks</code> "
       "resolves the ids).</p>\n";
   html::growthBars("growth-by-stack", data.growth_by_stack, top, &out);
+  out +=
+      "\n<h2 id=\"findings\">Leak findings</h2>\n<p class=\"meta\">Heuristics of <code>tcgd-analyze "
+      "memory leaks</code> (its report lists the rules and the per-pool tables): pools that grow across "
+      "replays, outlive their graph or sit idle, and graphs captured again into new pools.</p>\n";
+  html::leakFindings(findings.leaks, &out);
+  if (findings.phases != nullptr) {
+    out += "\n<h2 id=\"phases\">Phases</h2>\n";
+    html::phaseRows(*findings.phases, top, &out);
+  }
   out += "\n<h2 id=\"tree\">Report tree</h2>\n";
   html::tree(summary, &out);
   out += html::kScript;

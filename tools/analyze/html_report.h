@@ -22,8 +22,10 @@
 #include <vector>
 
 #include "bundle.h"
+#include "leaks.h"
 #include "memory_history.h"
 #include "memory_summary.h"
+#include "phases.h"
 
 namespace tcgd::analyze {
 
@@ -59,9 +61,19 @@ struct MemoryReportData {
 MemoryReportData collectReportData(const Bundle& bundle, const MemorySummary& summary,
                                    const MemoryHistory* history);
 
-// The whole page. `top` caps the growth bars of each plot.
+// What `memory report` adds from other analyses, when it ran them.
+struct ReportFindings {
+  // memory leaks' findings; null when it did not run (no allocator snapshot).
+  const std::vector<LeakFinding>* leaks = nullptr;
+  // memory compare-phases of the --baseline and --candidate phases; null
+  // when none were given.
+  const PhasesComparison* phases = nullptr;
+};
+
+// The whole page. `top` caps the growth bars of each plot and the ranked
+// phase rows.
 std::string htmlReport(const Bundle& bundle, const MemorySummary& summary,
-                       const MemoryReportData& data, size_t top);
+                       const MemoryReportData& data, size_t top, const ReportFindings& findings);
 
 // "&amp;" for '&', and so on for < > " '.
 std::string htmlEscape(std::string_view text);

@@ -335,12 +335,16 @@ LeaksReport findLeaks(const std::string& bundle_path, const LeaksOptions& option
                        ": no allocator snapshots in this bundle: the torch bridge was not loaded "
                        "(see docs/torch-bridge.md); leaks needs pool figures at points");
   }
+  return findLeaks(bundle, summary, buildMemoryHistory(bundle), options);
+}
+
+LeaksReport findLeaks(const Bundle& bundle, const MemorySummary& summary, const MemoryHistory& history,
+                      const LeaksOptions& options) {
   LeaksReport out;
-  out.bundle = bundle_path;
+  out.bundle = bundle.path();
   out.min_intervals = options.min_intervals;
   for (const auto& warning : summary.warnings) out.warnings.push_back(warning);
 
-  const MemoryHistory history = buildMemoryHistory(bundle);
   const std::vector<GraphRecord> records = graphRecords(bundle, &out.warnings);
   buildCaptures(records, collectGraphInventories(bundle), out);
   attributePools(history, out);

@@ -31,7 +31,10 @@
 #include <string>
 #include <vector>
 
+#include "bundle.h"
 #include "collectors/torch/snapshot_codec.h"
+#include "memory_history.h"
+#include "memory_summary.h"
 
 namespace tcgd::analyze {
 
@@ -155,5 +158,20 @@ struct LeaksReport {
 // Throws AnalyzeError (one line) for an unreadable or tensor bundle, or one
 // without allocator snapshots.
 LeaksReport findLeaks(const std::string& bundle_path, const LeaksOptions& options = {});
+// The same on a loaded bundle (keep_bulk_blobs), its summary and history;
+// the caller checked that the bundle has allocator snapshots.
+LeaksReport findLeaks(const Bundle& bundle, const MemorySummary& summary, const MemoryHistory& history,
+                      const LeaksOptions& options = {});
+
+// What the report says, one finding per line (leaks_command.cpp).
+struct LeakFinding {
+  std::string kind;  // "growth", "outlives", "idle", "repeated"
+  int32_t device = -1;  // -1: none (repeated)
+  std::string pool;     // "(1,0)"; repeated: every pool, comma-separated
+  std::string text;
+};
+std::vector<LeakFinding> leakFindings(const LeaksReport& report);
+// The rules the findings follow, as the report prints them.
+extern const char* const kLeakHeuristics[5];
 
 }  // namespace tcgd::analyze

@@ -22,7 +22,9 @@ namespace tb = torchbridge;
 inline constexpr const char* kSchema = "tcgd.memory.leaks";
 inline constexpr int kSchemaVersion = 1;
 
-inline constexpr const char* kHeuristics[] = {
+}  // namespace
+
+const char* const kLeakHeuristics[5] = {
     "growth: a pool's allocated (else reserved) bytes rose at N or more consecutive intervals between "
     "points with a snapshot, with a launch of its graph (of any graph, for a pool no capture allocated "
     "into) in each; snapshots are states at points, so this is a trend to look at, not a proof",
@@ -37,6 +39,8 @@ inline constexpr const char* kHeuristics[] = {
     "a capture's pools are those the allocator trace shows it allocating into between its begin and "
     "end records; without the trace a pool has no capture and its graph is not known",
 };
+
+namespace {
 
 std::string hex(uint64_t value) { return fmt::format("0x{:x}", value); }
 
@@ -65,15 +69,10 @@ std::string heldText(const LeaksReport& r, const PoolLeak& p) {
   return text;
 }
 
-struct Finding {
-  std::string kind;  // "growth", "outlives", "idle", "repeated"
-  int32_t device = -1;
-  std::string pool;
-  std::string text;
-};
+}  // namespace
 
-std::vector<Finding> findings(const LeaksReport& r) {
-  std::vector<Finding> out;
+std::vector<LeakFinding> leakFindings(const LeaksReport& r) {
+  std::vector<LeakFinding> out;
   for (const PoolLeak& p : r.pools) {
     const std::string name = fmt::format("pool {} on device {}", poolLabel(p.pool), p.device);
     if (p.growth) out.push_back({"growth", p.device, poolText(p.pool), name + ": " + growthText(r, p)});
@@ -107,6 +106,8 @@ std::vector<Finding> findings(const LeaksReport& r) {
   }
   return out;
 }
+
+namespace {
 
 template <typename... Args>
 void line(std::string* out, int indent, fmt::format_string<Args...> format, Args&&... args) {
@@ -144,13 +145,13 @@ std::string leaksText(const LeaksReport& r, bool only_findings) {
   if (r.history.empty()) line(&out, 0, "history between them: complete");
   for (const auto& history : r.history) line(&out, 0, "history {}", history);
   line(&out, 0, "heuristics (growth needs {} intervals in a row):", r.min_intervals);
-  for (const char* h : kHeuristics) line(&out, 2, "- {}", h);
+  for (const char* h : kLeakHeuristics) line(&out, 2, "- {}", h);
 
   out.push_back('\n');
-  const std::vector<Finding> found = findings(r);
+  const std::vector<LeakFinding> found = leakFindings(r);
   line(&out, 0, "findings ({})", found.size());
   if (found.empty()) line(&out, 2, "no pool grows across replays, outlives its graph or sits idle");
-  for (const Finding& f : found) line(&out, 2, "{:<9} {}", f.kind, f.text);
+  for (const LeakFinding& f : found) line(&out, 2, "{:<9} {}", f.kind, f.text);
   if (only_findings) return out;
 
   out.push_back('\n');
@@ -187,7 +188,7 @@ void leaksJson(const LeaksReport& r, std::string* out) {
   json.key("version").value(kSchemaVersion);
   json.key("bundle").value(r.bundle);
   json.key("heuristics").beginArray();
-  for (const char* h : kHeuristics) json.value(h);
+  for (const char* h : kLeakHeuristics) json.value(h);
   json.endArray();
   json.key("min_intervals").value(static_cast<uint64_t>(r.min_intervals));
   json.key("points").beginArray();
@@ -326,7 +327,7 @@ void leaksJson(const LeaksReport& r, std::string* out) {
   }
   json.endArray();
   json.key("findings").beginArray();
-  for (const Finding& f : findings(r)) {
+  for (const LeakFinding& f : leakFindings(r)) {
     json.beginObject().key("kind").value(f.kind).key("device").value(f.device);
     json.key("pool").value(f.pool).key("text").value(f.text).endObject();
   }
@@ -349,7 +350,7 @@ Report leaksReport(const LeaksReport& r, bool only_findings) {
                             r.points[at.point].name, at.present ? "true" : "false", std::to_string(at.reserved),
                             std::to_string(at.allocated)});
   ReportTable found{"findings", {"kind", "device", "pool", "text"}, {}};
-  for (const Finding& f : findings(r))
+  for (const LeakFinding& f : leakFindings(r))
     found.rows.push_back({f.kind, f.device < 0 ? "" : std::to_string(f.device), f.pool, f.text});
   report.tables.push_back(std::move(pools));
   report.tables.push_back(std::move(found));

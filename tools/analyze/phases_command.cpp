@@ -11,6 +11,7 @@
 #include "compare_report.h"
 #include "json_writer.h"
 #include "phases.h"
+#include "phases_report.h"
 #include "report_output.h"
 
 namespace tcgd::analyze {
@@ -20,12 +21,6 @@ namespace tb = torchbridge;
 
 inline constexpr const char* kSchema = "tcgd.memory.compare_phases";
 inline constexpr int kSchemaVersion = 1;
-
-struct PhasesTextOptions {
-  bool only_changed = false;
-  int depth = kCompareDepthPools;
-  size_t limit = 10;  // ranked rows
-};
 
 std::string poolName(const PhaseRow& row) {
   if (row.reference_pool && row.candidate_pool) {
@@ -58,7 +53,9 @@ int rowDepth(const PhaseRow& row) {
   return kCompareDepthPools;
 }
 
-std::string rowName(const PhaseRow& row) {
+}  // namespace
+
+std::string phaseRowName(const PhaseRow& row) {
   std::string device = row.reference_device == row.candidate_device
                            ? fmt::format("device {}", row.reference_device)
                            : fmt::format("device {} -> {}", row.reference_device, row.candidate_device);
@@ -71,6 +68,8 @@ std::string rowName(const PhaseRow& row) {
   }
   return device;
 }
+
+namespace {
 
 template <typename... Args>
 void line(std::string* out, int indent, fmt::format_string<Args...> format, Args&&... args) {
@@ -162,7 +161,7 @@ std::string phasesText(const PhasesComparison& c, const PhasesTextOptions& optio
         line(&out, 2, "... (--limit)");
         break;
       }
-      line(&out, 2, "{:>3}. {:<12} {}  (candidate {}, baseline {})", shown, addedText(*row), rowName(*row),
+      line(&out, 2, "{:>3}. {:<12} {}  (candidate {}, baseline {})", shown, addedText(*row), phaseRowName(*row),
            row->candidate.change() ? plusBytes(*row->candidate.change()) : "n/a",
            row->baseline.change() ? plusBytes(*row->baseline.change()) : "n/a");
     }
@@ -295,6 +294,18 @@ ReportTable phasesTable(const PhasesComparison& c) {
   return table;
 }
 
+}  // namespace
+
+Report phasesReport(const PhasesComparison& comparison, const PhasesTextOptions& options) {
+  Report report;
+  report.text = phasesText(comparison, options);
+  report.json = phasesJson(comparison);
+  report.tables.push_back(phasesTable(comparison));
+  return report;
+}
+
+namespace {
+
 int runComparePhases(const ParsedArgs& args, Output& out) {
   PhasesTextOptions text;
   text.only_changed = args.flag("--only-changed");
@@ -322,11 +333,7 @@ int runComparePhases(const ParsedArgs& args, Output& out) {
   request.device_maps = args.values("--device-map");
 
   const PhasesComparison comparison = comparePhases(request);
-  Report report;
-  report.text = phasesText(comparison, text);
-  report.json = phasesJson(comparison);
-  report.tables.push_back(phasesTable(comparison));
-  emitReport(report, output, out);
+  emitReport(phasesReport(comparison, text), output, out);
   out.flush();
   for (const auto& warning : comparison.warnings)
     std::fprintf(stderr, "%s: warning: %s\n", kProgramName, warning.c_str());

@@ -11,6 +11,8 @@
 
 #include "commands.h"
 #include "html_report.h"
+#include "leaks.h"
+#include "phases_report.h"
 #include "json_writer.h"
 #include "memory_history.h"
 #include "memory_summary.h"
@@ -64,7 +66,8 @@ void growthJson(const std::vector<GrowthSite>& sites, bool stacks, size_t top, J
 }
 
 std::string reportJson(const Bundle& bundle, const MemorySummary& summary,
-                       const MemoryReportData& data, size_t top) {
+                       const MemoryReportData& data, size_t top, const ReportFindings& findings,
+                       const std::string& phases_json) {
   std::string out;
   JsonWriter json(&out);
   json.beginObject();
@@ -84,12 +87,25 @@ std::string reportJson(const Bundle& bundle, const MemorySummary& summary,
   json.key("growth_by_stack");
   growthJson(data.growth_by_stack, true, top, json);
   json.endObject();
+  json.key("leak_findings");
+  if (findings.leaks == nullptr) {
+    json.null();
+  } else {
+    json.beginArray();
+    for (const LeakFinding& f : *findings.leaks) {
+      json.beginObject().key("kind").value(f.kind).key("device").value(f.device);
+      json.key("pool").value(f.pool).key("text").value(f.text).endObject();
+    }
+    json.endArray();
+  }
   json.endObject();
   // The summary document goes in whole, as `memory summary --json` prints it.
   std::string summary_json = memorySummaryJson(bundle, summary);
   while (!summary_json.empty() && summary_json.back() == '\n') summary_json.pop_back();
   out.pop_back();  // the closing brace
-  out += ",\"summary\":" + summary_json + "}\n";
+  std::string phases = phases_json.empty() ? std::string("null") : phases_json;
+  while (!phases.empty() && phases.back() == '\n') phases.pop_back();
+  out += ",\"phases\":" + phases + ",\"summary\":" + summary_json + "}\n";
   return out;
 }
 
@@ -106,7 +122,7 @@ void growthText(const char* title, const std::vector<GrowthSite>& sites, size_t 
 }
 
 Report buildReport(const Bundle& bundle, const MemorySummary& summary, const MemoryReportData& data,
-                   size_t top, bool html) {
+                   size_t top, bool html, const ReportFindings& findings) {
   Report report;
   report.text = memorySummaryText(summary);
   report.text += "\n";
@@ -114,7 +130,25 @@ Report buildReport(const Bundle& bundle, const MemorySummary& summary, const Mem
              data.growth_by_pool, top, &report.text);
   growthText("top growth by allocation stack (held at a snapshot - at the previous one)",
              data.growth_by_stack, top, &report.text);
-  report.json = reportJson(bundle, summary, data, top);
+  auto it = std::back_inserter(report.text);
+  if (findings.leaks == nullptr) {
+    fmt::format_to(it, "leak findings: not looked for (no allocator snapshot)\n");
+  } else {
+    fmt::format_to(it, "leak findings ({}; memory leaks lists the rules and the tables)\n",
+                   findings.leaks->size());
+    if (findings.leaks->empty())
+      fmt::format_to(it, "  no pool grows across replays, outlives its graph or sits idle\n");
+    for (const LeakFinding& f : *findings.leaks) fmt::format_to(it, "  {:<9} {}\n", f.kind, f.text);
+  }
+  Report phases;
+  if (findings.phases != nullptr) {
+    PhasesTextOptions options;
+    options.only_changed = true;
+    options.limit = top;
+    phases = phasesReport(*findings.phases, options);
+    report.text += "\nphases (memory compare-phases)\n" + phases.text;
+  }
+  report.json = reportJson(bundle, summary, data, top, findings, phases.json);
 
   auto series_table = [&](const char* name, const std::vector<PlotSeries>& series) {
     ReportTable table{name, {"point", "series", "bytes"}, {}};
@@ -138,19 +172,26 @@ Report buildReport(const Bundle& bundle, const MemorySummary& summary, const Mem
     }
   }
   report.tables.push_back(std::move(growth));
-  if (html) report.files.emplace_back("report.html", htmlReport(bundle, summary, data, top));
+  if (findings.leaks != nullptr) {
+    ReportTable found{"leak_findings", {"kind", "device", "pool", "text"}, {}};
+    for (const LeakFinding& f : *findings.leaks)
+      found.rows.push_back({f.kind, f.device < 0 ? "" : std::to_string(f.device), f.pool, f.text});
+    report.tables.push_back(std::move(found));
+  }
+  for (ReportTable& table : phases.tables) report.tables.push_back(std::move(table));
+  if (html) report.files.emplace_back("report.html", htmlReport(bundle, summary, data, top, findings));
   return report;
 }
 
 int runMemoryReport(const ParsedArgs& args, Output& out) {
   const OutputOptions output = outputOptions(args);
-  size_t top = kDefaultTop;
-  if (auto text = args.value("--top")) {
-    const char* end = text->data() + text->size();
-    auto [ptr, ec] = std::from_chars(text->data(), end, top);
-    if (text->empty() || ec != std::errc{} || ptr != end || top == 0)
-      throw AnalyzeError(
-          fmt::format("bad --top '{}': expected a number of sites, at least 1", *text));
+  const size_t top = args.count("--top", kDefaultTop, 1);
+  const std::string help = std::string(kProgramName) + " memory report --help";
+  const std::vector<std::string> baseline = args.values("--baseline");
+  const std::vector<std::string> candidate = args.values("--candidate");
+  if (baseline.empty() != candidate.empty()) {
+    throw UsageError(baseline.empty() ? "--candidate needs --baseline B0 B1" : "--baseline needs --candidate C0 C1",
+                     help);
   }
   LoadOptions options;
   options.keep_bulk_blobs = true;  // the snapshots
@@ -162,7 +203,26 @@ int runMemoryReport(const ParsedArgs& args, Output& out) {
   const MemorySummary summary = summarizeMemory(bundle, summary_options);
   const MemoryHistory history = buildMemoryHistory(bundle);
   const MemoryReportData data = collectReportData(bundle, summary, &history);
-  emitReport(buildReport(bundle, summary, data, top, output.dir.has_value()), output, out);
+  ReportFindings findings;
+  std::optional<std::vector<LeakFinding>> leaks;
+  if (summary.any_snapshot_record) leaks = leakFindings(findLeaks(bundle, summary, history));
+  if (leaks) findings.leaks = &*leaks;
+  std::optional<PhasesComparison> phases;
+  if (!baseline.empty()) {
+    PhasesRequest request;
+    request.baseline_bundle = args.positional(0);
+    request.b0 = baseline[0];
+    request.b1 = baseline[1];
+    request.c0 = candidate[0];
+    request.c1 = candidate[1];
+    phases = comparePhases(request);
+    findings.phases = &*phases;
+  }
+  emitReport(buildReport(bundle, summary, data, top, output.dir.has_value(), findings), output, out);
+  if (phases) {
+    for (const auto& warning : phases->warnings)
+      std::fprintf(stderr, "%s: warning: %s\n", kProgramName, warning.c_str());
+  }
   for (const auto& warning : summary.warnings) {
     std::fprintf(stderr, "%s: warning: %s: %s\n", kProgramName, bundle.path().c_str(),
                  warning.c_str());
@@ -174,7 +234,9 @@ int runMemoryReport(const ParsedArgs& args, Output& out) {
 
 void registerMemoryReportCommand(CommandRegistry& registry) {
   std::vector<OptionSpec> options = {
-      {"--top", "N", "Growth sites per plot and table (default 20)"}};
+      {"--top", "N", "Growth sites per plot and table, ranked phase rows (default 20)"},
+      {"--baseline", "B0 B1", "With --candidate: add compare-phases of these two phases of the bundle", 2},
+      {"--candidate", "C0 C1", "The candidate phase (points of the same bundle)", 2}};
   for (OptionSpec& option : reportOutputOptions()) options.push_back(std::move(option));
   registry.add(CommandSpec{
       .path = {"memory", "report"},
@@ -186,16 +248,19 @@ void registerMemoryReportCommand(CommandRegistry& registry) {
           "allocator history) and per allocation stack (bytes held by allocated blocks at a\n"
           "snapshot minus at the previous one, where snapshots carry stacks).\n"
           "With --output DIR: report.txt, report.json (schema tcgd.memory.report), the CSV\n"
-          "tables pool_memory, residual_split and growth, and report.html: one self-contained\n"
+          "tables pool_memory, residual_split, growth, leak_findings and phases, and report.html: one self-contained\n"
           "page (no network) with the report tree and plots drawn as inline SVG: memory by pool\n"
           "over points with the residual, the residual split per point, and the top growth\n"
-          "sites. See docs/memory.md.",
+          "sites. The findings of 'memory leaks' follow (where the bundle has allocator\n"
+          "snapshots), and with --baseline and --candidate the four-point check of\n"
+          "'memory compare-phases' on those phases (rows that changed, ranked). See\n"
+          "docs/memory.md.",
       .arguments = {{"BUNDLE", "a memory bundle (.tcgd-memory)"}},
       .options = std::move(options),
       .exit_codes =
           "  0   report printed or written\n"
           "  2   not a memory bundle, unreadable file, DIR not empty without --overwrite, bad\n"
-          "      --top, or bad usage\n",
+          "      --top, an unknown or snapshot-less phase point, or bad usage\n",
       .run = runMemoryReport,
   });
 }
