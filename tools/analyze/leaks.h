@@ -33,8 +33,10 @@
 
 #include "bundle.h"
 #include "collectors/torch/snapshot_codec.h"
+#include "json_writer.h"
 #include "memory_history.h"
 #include "memory_summary.h"
+#include "report_output.h"
 
 namespace tcgd::analyze {
 
@@ -171,6 +173,9 @@ struct LeakFinding {
   std::string text;
 };
 std::vector<LeakFinding> leakFindings(const LeaksReport& report);
+// As JSON: an array of {kind, device, pool, text}; as a table of those columns.
+void leakFindingsJson(const std::vector<LeakFinding>& findings, JsonWriter& json);
+ReportTable leakFindingsTable(std::string name, const std::vector<LeakFinding>& findings);
 // The rules the findings follow, as the report prints them.
 extern const char* const kLeakHeuristics[5];
 

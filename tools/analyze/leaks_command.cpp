@@ -107,6 +107,22 @@ std::vector<LeakFinding> leakFindings(const LeaksReport& r) {
   return out;
 }
 
+void leakFindingsJson(const std::vector<LeakFinding>& findings, JsonWriter& json) {
+  json.beginArray();
+  for (const LeakFinding& f : findings) {
+    json.beginObject().key("kind").value(f.kind).key("device").value(f.device);
+    json.key("pool").value(f.pool).key("text").value(f.text).endObject();
+  }
+  json.endArray();
+}
+
+ReportTable leakFindingsTable(std::string name, const std::vector<LeakFinding>& findings) {
+  ReportTable table{std::move(name), {"kind", "device", "pool", "text"}, {}};
+  for (const LeakFinding& f : findings)
+    table.rows.push_back({f.kind, f.device < 0 ? "" : std::to_string(f.device), f.pool, f.text});
+  return table;
+}
+
 namespace {
 
 template <typename... Args>
@@ -179,6 +195,16 @@ std::string leaksText(const LeaksReport& r, bool only_findings) {
     }
   }
   return out;
+}
+
+// "held_at": the pool's figures at the points `at`.
+void heldAtJson(const LeaksReport& r, const PoolLeak& p, const std::vector<size_t>& at, JsonWriter& json) {
+  json.key("held_at").beginArray();
+  for (const size_t k : at) {
+    json.beginObject().key("point").value(r.points[k].name);
+    json.key("reserved").value(p.series[k].reserved).key("allocated").value(p.series[k].allocated).endObject();
+  }
+  json.endArray();
 }
 
 void leaksJson(const LeaksReport& r, std::string* out) {
@@ -284,12 +310,7 @@ void leaksJson(const LeaksReport& r, std::string* out) {
       json.key("last_launch");
       if (p.last_launch) json.value(*p.last_launch); else json.null();
       json.key("since").value(p.idle_since).key("launches_since").value(p.launches_since);
-      json.key("held_at").beginArray();
-      for (const size_t k : p.idle_at) {
-        json.beginObject().key("point").value(r.points[k].name);
-        json.key("reserved").value(p.series[k].reserved).key("allocated").value(p.series[k].allocated).endObject();
-      }
-      json.endArray();
+      heldAtJson(r, p, p.idle_at, json);
       json.endObject();
     } else {
       json.null();
@@ -298,12 +319,7 @@ void leaksJson(const LeaksReport& r, std::string* out) {
     if (!p.held_at.empty()) {
       json.beginObject();
       json.key("reason").value(p.outlives);
-      json.key("held_at").beginArray();
-      for (const size_t k : p.held_at) {
-        json.beginObject().key("point").value(r.points[k].name);
-        json.key("reserved").value(p.series[k].reserved).key("allocated").value(p.series[k].allocated).endObject();
-      }
-      json.endArray();
+      heldAtJson(r, p, p.held_at, json);
       json.endObject();
     } else {
       json.null();
@@ -326,12 +342,8 @@ void leaksJson(const LeaksReport& r, std::string* out) {
     json.endObject();
   }
   json.endArray();
-  json.key("findings").beginArray();
-  for (const LeakFinding& f : leakFindings(r)) {
-    json.beginObject().key("kind").value(f.kind).key("device").value(f.device);
-    json.key("pool").value(f.pool).key("text").value(f.text).endObject();
-  }
-  json.endArray();
+  json.key("findings");
+  leakFindingsJson(leakFindings(r), json);
   json.key("warnings").beginArray();
   for (const auto& w : r.warnings) json.value(w);
   json.endArray();
@@ -349,11 +361,8 @@ Report leaksReport(const LeaksReport& r, bool only_findings) {
       pools.rows.push_back({std::to_string(p.device), fmt::format("{},{}", p.pool.first, p.pool.second),
                             r.points[at.point].name, at.present ? "true" : "false", std::to_string(at.reserved),
                             std::to_string(at.allocated)});
-  ReportTable found{"findings", {"kind", "device", "pool", "text"}, {}};
-  for (const LeakFinding& f : leakFindings(r))
-    found.rows.push_back({f.kind, f.device < 0 ? "" : std::to_string(f.device), f.pool, f.text});
   report.tables.push_back(std::move(pools));
-  report.tables.push_back(std::move(found));
+  report.tables.push_back(leakFindingsTable("findings", leakFindings(r)));
   return report;
 }
 

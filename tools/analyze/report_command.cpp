@@ -91,12 +91,7 @@ std::string reportJson(const Bundle& bundle, const MemorySummary& summary,
   if (findings.leaks == nullptr) {
     json.null();
   } else {
-    json.beginArray();
-    for (const LeakFinding& f : *findings.leaks) {
-      json.beginObject().key("kind").value(f.kind).key("device").value(f.device);
-      json.key("pool").value(f.pool).key("text").value(f.text).endObject();
-    }
-    json.endArray();
+    leakFindingsJson(*findings.leaks, json);
   }
   json.endObject();
   // The summary document goes in whole, as `memory summary --json` prints it.
@@ -172,12 +167,7 @@ Report buildReport(const Bundle& bundle, const MemorySummary& summary, const Mem
     }
   }
   report.tables.push_back(std::move(growth));
-  if (findings.leaks != nullptr) {
-    ReportTable found{"leak_findings", {"kind", "device", "pool", "text"}, {}};
-    for (const LeakFinding& f : *findings.leaks)
-      found.rows.push_back({f.kind, f.device < 0 ? "" : std::to_string(f.device), f.pool, f.text});
-    report.tables.push_back(std::move(found));
-  }
+  if (findings.leaks != nullptr) report.tables.push_back(leakFindingsTable("leak_findings", *findings.leaks));
   for (ReportTable& table : phases.tables) report.tables.push_back(std::move(table));
   if (html) report.files.emplace_back("report.html", htmlReport(bundle, summary, data, top, findings));
   return report;
