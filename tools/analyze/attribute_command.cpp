@@ -21,11 +21,6 @@ namespace {
 
 enum class By { kStack, kEvent, kPool };
 
-std::string signedBytes(int64_t bytes) {
-  return (bytes < 0 ? "-" : "+") +
-         humanBytes(bytes < 0 ? 0 - static_cast<uint64_t>(bytes) : static_cast<uint64_t>(bytes));
-}
-
 struct StackGroup {
   int64_t bytes = 0;
   uint64_t grown = 0, released = 0, blocks = 0;
@@ -193,10 +188,10 @@ Report AttributeReport::build() {
     const std::string difference =
         !g.snapshot_growth ? std::string("n/a")
         : *g.snapshot_growth == g.attributed() ? std::string("0")
-                                               : signedBytes(*g.snapshot_growth - g.attributed());
+                                               : plusBytes(*g.snapshot_growth - g.attributed());
     fmt::format_to(it, "  {:>3}  {:<24} {:>12} {:>12} {:>12}  +{} in {} blocks, -{} in {}\n",
-                   g.device, pool(g.pool), g.snapshot_growth ? signedBytes(*g.snapshot_growth) : "n/a",
-                   signedBytes(g.attributed()), difference, humanBytes(g.grown), g.grown_blocks,
+                   g.device, pool(g.pool), g.snapshot_growth ? plusBytes(*g.snapshot_growth) : "n/a",
+                   plusBytes(g.attributed()), difference, humanBytes(g.grown), g.grown_blocks,
                    humanBytes(g.released), g.released_blocks);
   }
   if (a_.pools.empty()) fmt::format_to(it, "  no allocated bytes changed\n");
@@ -204,8 +199,8 @@ Report AttributeReport::build() {
     if (g.snapshot_growth && *g.snapshot_growth != g.attributed())
       fmt::format_to(it,
                      "note: {} on device {}: the snapshots show {}, the history {} (difference {})\n",
-                     pool(g.pool), g.device, signedBytes(*g.snapshot_growth),
-                     signedBytes(g.attributed()), signedBytes(*g.snapshot_growth - g.attributed()));
+                     pool(g.pool), g.device, plusBytes(*g.snapshot_growth),
+                     plusBytes(g.attributed()), plusBytes(*g.snapshot_growth - g.attributed()));
   }
   if (by_ == By::kStack) {
     fmt::format_to(it, "\nby stack ({} of {}):\n", std::min(limit_, by_stack.size()), by_stack.size());
@@ -213,7 +208,7 @@ Report AttributeReport::build() {
     for (const auto& [key, g] : by_stack) {
       if (n++ == limit_) break;
       const auto& [device, pool_index, stack_index] = key;
-      fmt::format_to(it, "  {:>12}  {:>6} blocks  dev {} {:<24}  {}\n", signedBytes(g.bytes),
+      fmt::format_to(it, "  {:>12}  {:>6} blocks  dev {} {:<24}  {}\n", plusBytes(g.bytes),
                      g.blocks, device, pool(pool_index), stack(stack_index));
     }
   } else if (by_ == By::kEvent) {
@@ -223,7 +218,7 @@ Report AttributeReport::build() {
     for (const AttributedLifetime& e : a_.entries) {
       if (n++ == limit_) break;
       const Lifetime& l = a_.table.lifetimes()[e.lifetime];
-      fmt::format_to(it, "  {:>12}  dev {} {:<24} {:#x}  {}  {}\n", signedBytes(e.bytes), l.device,
+      fmt::format_to(it, "  {:>12}  dev {} {:<24} {:#x}  {}  {}\n", plusBytes(e.bytes), l.device,
                      pool(l.pool), l.address,
                      e.bytes >= 0 ? "born seq " + seq(l.birth) : "freed seq " + seq(l.free_requested),
                      stack(l.stack));

@@ -18,11 +18,6 @@ inline constexpr int kSchemaVersion = 1;
 
 }  // namespace
 
-std::string signedBytes(int64_t bytes) {
-  return bytes < 0 ? "-" + humanBytes(static_cast<uint64_t>(-bytes))
-                   : humanBytes(static_cast<uint64_t>(bytes));
-}
-
 namespace {
 
 std::string valueText(const std::optional<int64_t>& value, bool bytes) {
@@ -261,6 +256,10 @@ class TextWriter {
 
 }  // namespace
 
+std::string csvPool(const std::optional<tb::PoolId>& pool) {
+  return pool ? fmt::format("{},{}", pool->first, pool->second) : "";
+}
+
 void deltaJson(const Delta& delta, JsonWriter& json) {
   const auto optional = [&](const std::optional<int64_t>& value) {
     if (value) {
@@ -468,11 +467,6 @@ std::string comparisonJson(const PointsComparison& c) {
 
 // --- CSV ------------------------------------------------------------------------
 
-std::string cell(const std::optional<int64_t>& value) { return value ? std::to_string(*value) : ""; }
-std::string poolCell(const std::optional<tb::PoolId>& pool) {
-  return pool ? fmt::format("{},{}", pool->first, pool->second) : "";
-}
-
 // The whole tree, one row per value (long form: easy to filter and pivot).
 ReportTable valuesTable(const PointsComparison& c) {
   ReportTable table{"values",
@@ -484,8 +478,8 @@ ReportTable valuesTable(const PointsComparison& c) {
                          const std::optional<tb::PoolId>& cand_pool, const std::string& stream,
                          Side side, const std::string& metric, const Delta& delta) {
       table.rows.push_back({level, std::to_string(d.reference_device), std::to_string(d.candidate_device),
-                            poolCell(ref_pool), poolCell(cand_pool), stream, sideName(side), metric,
-                            cell(delta.reference), cell(delta.candidate), cell(delta.change())});
+                            csvPool(ref_pool), csvPool(cand_pool), stream, sideName(side), metric,
+                            csvCell(delta.reference), csvCell(delta.candidate), csvCell(delta.change())});
     };
     row("device", {}, {}, "", Side::kBoth, "cuda_used", d.cuda_used);
     row("device", {}, {}, "", Side::kBoth, "cuda_total", d.cuda_total);
@@ -521,7 +515,7 @@ ReportTable lifecycleTable(const Lifecycle& l) {
   for (const LifecycleRow& row : l.rows) {
     const bool block = row.kind == LifecycleKind::kNewlyActive || row.kind == LifecycleKind::kBecameInactive;
     table.rows.push_back({lifecycleKindKey(row.kind), std::to_string(row.device),
-                          poolCell(row.pool), std::to_string(row.stream), std::to_string(row.address),
+                          csvPool(row.pool), std::to_string(row.stream), std::to_string(row.address),
                           std::to_string(row.size),
                           row.kind == LifecycleKind::kResizedSegment ? std::to_string(row.previous_size) : "",
                           block ? std::to_string(row.requested) : "",

@@ -30,7 +30,8 @@ Report compareReport(const PointsComparison& comparison, const CompareTextOption
 // One value as the reports print it: "34 MiB -> 52 MiB (+18 MiB)", "n/a"
 // for a side without it; and as JSON: {"reference", "candidate", "change"}.
 std::string deltaText(const Delta& delta);
-std::string signedBytes(int64_t bytes);
 void deltaJson(const Delta& delta, JsonWriter& json);
+// A pool as a CSV cell: "1,0"; empty when absent.
+std::string csvPool(const std::optional<torchbridge::PoolId>& pool);
 
 }  // namespace tcgd::analyze

@@ -46,8 +46,6 @@ std::string hex(uint64_t value) { return fmt::format("0x{:x}", value); }
 
 std::string poolText(const tb::PoolId& pool) { return fmt::format("({},{})", pool.first, pool.second); }
 
-std::string plusBytes(int64_t bytes) { return (bytes > 0 ? "+" : "") + signedBytes(bytes); }
-
 std::string pointName(const LeaksReport& r, size_t k) { return "\"" + r.points[k].name + "\""; }
 
 std::string growthText(const LeaksReport& r, const PoolLeak& p) {
@@ -125,13 +123,6 @@ ReportTable leakFindingsTable(std::string name, const std::vector<LeakFinding>& 
 
 namespace {
 
-template <typename... Args>
-void line(std::string* out, int indent, fmt::format_string<Args...> format, Args&&... args) {
-  out->append(static_cast<size_t>(indent), ' ');
-  fmt::format_to(std::back_inserter(*out), format, std::forward<Args>(args)...);
-  out->push_back('\n');
-}
-
 std::string captureText(const Capture& c) {
   std::string text = fmt::format("capture {} on stream {} (seq {}", c.number, hex(c.stream), c.began);
   text += c.ended ? fmt::format("..{})", *c.ended) : std::string(", never ended)");
@@ -154,42 +145,42 @@ std::string captureText(const Capture& c) {
 
 std::string leaksText(const LeaksReport& r, bool only_findings) {
   std::string out;
-  line(&out, 0, "bundle  {}", r.bundle);
+  appendLine(&out, 0, "bundle  {}", r.bundle);
   std::string points;
   for (size_t k = 0; k < r.points.size(); ++k) points += (k == 0 ? "" : ", ") + pointName(r, k);
-  line(&out, 0, "points with a snapshot ({}): {}", r.points.size(), points.empty() ? "none" : points);
-  if (r.history.empty()) line(&out, 0, "history between them: complete");
-  for (const auto& history : r.history) line(&out, 0, "history {}", history);
-  line(&out, 0, "heuristics (growth needs {} intervals in a row):", r.min_intervals);
-  for (const char* h : kLeakHeuristics) line(&out, 2, "- {}", h);
+  appendLine(&out, 0, "points with a snapshot ({}): {}", r.points.size(), points.empty() ? "none" : points);
+  if (r.history.empty()) appendLine(&out, 0, "history between them: complete");
+  for (const auto& history : r.history) appendLine(&out, 0, "history {}", history);
+  appendLine(&out, 0, "heuristics (growth needs {} intervals in a row):", r.min_intervals);
+  for (const char* h : kLeakHeuristics) appendLine(&out, 2, "- {}", h);
 
   out.push_back('\n');
   const std::vector<LeakFinding> found = leakFindings(r);
-  line(&out, 0, "findings ({})", found.size());
-  if (found.empty()) line(&out, 2, "no pool grows across replays, outlives its graph or sits idle");
-  for (const LeakFinding& f : found) line(&out, 2, "{:<9} {}", f.kind, f.text);
+  appendLine(&out, 0, "findings ({})", found.size());
+  if (found.empty()) appendLine(&out, 2, "no pool grows across replays, outlives its graph or sits idle");
+  for (const LeakFinding& f : found) appendLine(&out, 2, "{:<9} {}", f.kind, f.text);
   if (only_findings) return out;
 
   out.push_back('\n');
-  line(&out, 0, "captures ({})", r.captures.size());
-  for (const Capture& c : r.captures) line(&out, 2, "{}", captureText(c));
+  appendLine(&out, 0, "captures ({})", r.captures.size());
+  for (const Capture& c : r.captures) appendLine(&out, 2, "{}", captureText(c));
   if (r.unknown_launches != 0)
-    line(&out, 2, "{} launches of execs instantiated before the recording (graph not known)", r.unknown_launches);
+    appendLine(&out, 2, "{} launches of execs instantiated before the recording (graph not known)", r.unknown_launches);
 
   for (const PoolLeak& p : r.pools) {
     out.push_back('\n');
     std::string captures;
     for (const uint32_t c : p.captures) captures += (captures.empty() ? "" : ", ") + std::to_string(c);
-    line(&out, 0, "device {} pool {}: trend {}{}", p.device, poolLabel(p.pool), p.trend,
+    appendLine(&out, 0, "device {} pool {}: trend {}{}", p.device, poolLabel(p.pool), p.trend,
          captures.empty() ? "" : fmt::format(" (capture {})", captures));
-    line(&out, 2, "{:<28}{:<14}{:<14}{:<16}{:<10}{}", "point", "reserved", "allocated", "allocated +/-", "launches",
+    appendLine(&out, 2, "{:<28}{:<14}{:<14}{:<16}{:<10}{}", "point", "reserved", "allocated", "allocated +/-", "launches",
          "allocations");
     for (size_t k = 0; k < p.series.size(); ++k) {
       const PoolAtPoint& at = p.series[k];
       const PoolInterval* v = nullptr;
       for (const PoolInterval& interval : p.intervals)
         if (interval.to == k) v = &interval;
-      line(&out, 2, "{:<28}{:<14}{:<14}{:<16}{:<10}{}", pointName(r, k), at.present ? humanBytes(at.reserved) : "-",
+      appendLine(&out, 2, "{:<28}{:<14}{:<14}{:<16}{:<10}{}", pointName(r, k), at.present ? humanBytes(at.reserved) : "-",
            at.present ? humanBytes(at.allocated) : "-", v != nullptr ? plusBytes(v->allocated_change) : "",
            v != nullptr ? std::to_string(v->launches) : "", v != nullptr ? std::to_string(v->allocations) : "");
     }

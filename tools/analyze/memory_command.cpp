@@ -69,11 +69,6 @@ ResidualSplit splitResidual(const PointMemory& point, int32_t device, uint64_t u
 
 namespace {
 
-std::string signedBytes(int64_t bytes) {
-  return bytes < 0 ? "-" + humanBytes(static_cast<uint64_t>(-bytes))
-                   : humanBytes(static_cast<uint64_t>(bytes));
-}
-
 void splitJson(const ResidualSplit& split, JsonWriter& json) {
   json.key("residual_split").beginObject();
   json.key("outside_allocator").beginObject();

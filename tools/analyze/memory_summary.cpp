@@ -69,6 +69,12 @@ std::string humanBytes(uint64_t bytes) {
   return text + " " + kUnits[unit];
 }
 
+std::string signedBytes(int64_t bytes) {
+  return bytes < 0 ? "-" + humanBytes(0 - static_cast<uint64_t>(bytes)) : humanBytes(static_cast<uint64_t>(bytes));
+}
+
+std::string plusBytes(int64_t bytes) { return (bytes > 0 ? "+" : "") + signedBytes(bytes); }
+
 namespace {
 
 // torch bridge statuses (collectors/torch/torch_records.h, TorchStatus).

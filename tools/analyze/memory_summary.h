@@ -102,5 +102,9 @@ std::string poolLabel(const torchbridge::PoolId& pool);
 
 // 0 B, 512 B, 1.5 KiB, 16 MiB, 2.25 GiB (at most two decimals, zeros trimmed).
 std::string humanBytes(uint64_t bytes);
+// humanBytes with the sign of a change: "-2 MiB", "16 MiB", "0 B"; and with
+// a plus on growth: "+16 MiB".
+std::string signedBytes(int64_t bytes);
+std::string plusBytes(int64_t bytes);
 
 }  // namespace tcgd::analyze

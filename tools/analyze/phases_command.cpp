@@ -32,8 +32,6 @@ std::string poolName(const PhaseRow& row) {
          (row.reference_pool ? " (baseline run only)" : " (candidate run only)");
 }
 
-std::string plusBytes(int64_t bytes) { return (bytes > 0 ? "+" : "") + signedBytes(bytes); }
-
 std::string addedText(const PhaseRow& row) {
   const auto added = row.added();
   if (!added) return "n/a";
@@ -71,55 +69,48 @@ std::string phaseRowName(const PhaseRow& row) {
 
 namespace {
 
-template <typename... Args>
-void line(std::string* out, int indent, fmt::format_string<Args...> format, Args&&... args) {
-  out->append(static_cast<size_t>(indent), ' ');
-  fmt::format_to(std::back_inserter(*out), format, std::forward<Args>(args)...);
-  out->push_back('\n');
-}
-
 std::string pointLine(const PointRef& point) {
   return fmt::format("\"{}\" ({}, seq {})", point.name, point.origin, point.sequence);
 }
 
 void rowText(const PhaseRow& row, int indent, std::string* out) {
-  line(out, indent, "{:<{}}added {}{}", row.label, std::max(30 - indent, static_cast<int>(row.label.size()) + 2),
+  appendLine(out, indent, "{:<{}}added {}{}", row.label, std::max(30 - indent, static_cast<int>(row.label.size()) + 2),
        addedText(row), row.holds ? "" : "   IDENTITY DOES NOT HOLD");
-  line(out, indent + 2, "start gap         B0 -> C0  {}", deltaText(row.start_gap));
-  line(out, indent + 2, "baseline change   B0 -> B1  {}", deltaText(row.baseline));
-  line(out, indent + 2, "candidate change  C0 -> C1  {}", deltaText(row.candidate));
-  line(out, indent + 2, "end gap           B1 -> C1  {}", deltaText(row.end_gap));
-  if (!row.problem.empty()) line(out, indent + 2, "{}: {}", row.holds ? "note" : "check", row.problem);
+  appendLine(out, indent + 2, "start gap         B0 -> C0  {}", deltaText(row.start_gap));
+  appendLine(out, indent + 2, "baseline change   B0 -> B1  {}", deltaText(row.baseline));
+  appendLine(out, indent + 2, "candidate change  C0 -> C1  {}", deltaText(row.candidate));
+  appendLine(out, indent + 2, "end gap           B1 -> C1  {}", deltaText(row.end_gap));
+  if (!row.problem.empty()) appendLine(out, indent + 2, "{}: {}", row.holds ? "note" : "check", row.problem);
 }
 
 std::string phasesText(const PhasesComparison& c, const PhasesTextOptions& options) {
   std::string out;
-  line(&out, 0, "baseline   B0 {} -> B1 {} of {}", pointLine(c.b0), pointLine(c.b1), c.b0.bundle);
-  line(&out, 0, "candidate  C0 {} -> C1 {} of {}", pointLine(c.c0), pointLine(c.c1),
+  appendLine(&out, 0, "baseline   B0 {} -> B1 {} of {}", pointLine(c.b0), pointLine(c.b1), c.b0.bundle);
+  appendLine(&out, 0, "candidate  C0 {} -> C1 {} of {}", pointLine(c.c0), pointLine(c.c1),
        c.same_run ? "the same bundle" : c.c0.bundle);
   if (!c.same_run) {
     std::string maps;
     for (const auto& [x, y] : c.pool_map)
       maps += fmt::format("{}({},{})=({},{})", maps.empty() ? "" : ", ", x.first, x.second, y.first, y.second);
-    line(&out, 0, "two runs: default pools pair, other pools only by --pool-map{}",
+    appendLine(&out, 0, "two runs: default pools pair, other pools only by --pool-map{}",
          maps.empty() ? "" : " (" + maps + ")");
   }
-  if (c.history.empty()) line(&out, 0, "history inside the phases: complete");
-  for (const auto& history : c.history) line(&out, 0, "history {}", history);
-  line(&out, 0, "check: end gap = start gap + candidate change - baseline change; added = candidate change - "
+  if (c.history.empty()) appendLine(&out, 0, "history inside the phases: complete");
+  for (const auto& history : c.history) appendLine(&out, 0, "history {}", history);
+  appendLine(&out, 0, "check: end gap = start gap + candidate change - baseline change; added = candidate change - "
                 "baseline change");
   if (c.mismatches == 0) {
-    line(&out, 0, "the identity holds on every row");
+    appendLine(&out, 0, "the identity holds on every row");
   } else {
-    line(&out, 0, "the identity does not hold on {} rows: a point's value is missing or read differently",
+    appendLine(&out, 0, "the identity does not hold on {} rows: a point's value is missing or read differently",
          c.mismatches);
   }
   for (const PhaseDevice& device : c.devices) {
     out.push_back('\n');
     if (device.reference_device == device.candidate_device) {
-      line(&out, 0, "device {}", device.reference_device);
+      appendLine(&out, 0, "device {}", device.reference_device);
     } else {
-      line(&out, 0, "device {} -> device {}", device.reference_device, device.candidate_device);
+      appendLine(&out, 0, "device {} -> device {}", device.reference_device, device.candidate_device);
     }
     bool allocator_header = false, residual_header = false;
     std::string last_pool;
@@ -129,18 +120,18 @@ std::string phasesText(const PhasesComparison& c, const PhasesTextOptions& optio
       switch (row.level) {
         case PhaseLevel::kDevice: rowText(row, 2, &out); break;
         case PhaseLevel::kResidual:
-          if (!residual_header && row.metric != "residual") line(&out, 4, "residual split");
+          if (!residual_header && row.metric != "residual") appendLine(&out, 4, "residual split");
           residual_header = true;
           rowText(row, row.metric == "residual" ? 4 : 6, &out);
           break;
         case PhaseLevel::kAllocator:
-          if (!allocator_header) line(&out, 4, "allocator");
+          if (!allocator_header) appendLine(&out, 4, "allocator");
           allocator_header = true;
           rowText(row, 6, &out);
           break;
         case PhaseLevel::kPool: {
           const std::string name = poolName(row);
-          if (name != last_pool) line(&out, 6, "pool {}", name);
+          if (name != last_pool) appendLine(&out, 6, "pool {}", name);
           last_pool = name;
           rowText(row, 8, &out);
           break;
@@ -151,17 +142,17 @@ std::string phasesText(const PhasesComparison& c, const PhasesTextOptions& optio
   out.push_back('\n');
   const std::vector<const PhaseRow*> ranked = rankedRows(c);
   if (ranked.empty()) {
-    line(&out, 0, "the candidate phase added nothing beyond the baseline");
+    appendLine(&out, 0, "the candidate phase added nothing beyond the baseline");
   } else {
-    line(&out, 0, "ranked by what the candidate phase added beyond the baseline (candidate change - baseline change)");
+    appendLine(&out, 0, "ranked by what the candidate phase added beyond the baseline (candidate change - baseline change)");
     size_t shown = 0;
     for (const PhaseRow* row : ranked) {
       if (rowDepth(*row) > options.depth) continue;
       if (shown++ == options.limit) {
-        line(&out, 2, "... (--limit)");
+        appendLine(&out, 2, "... (--limit)");
         break;
       }
-      line(&out, 2, "{:>3}. {:<12} {}  (candidate {}, baseline {})", shown, addedText(*row), phaseRowName(*row),
+      appendLine(&out, 2, "{:>3}. {:<12} {}  (candidate {}, baseline {})", shown, addedText(*row), phaseRowName(*row),
            row->candidate.change() ? plusBytes(*row->candidate.change()) : "n/a",
            row->baseline.change() ? plusBytes(*row->baseline.change()) : "n/a");
     }
@@ -269,10 +260,6 @@ std::string phasesJson(const PhasesComparison& c) {
   return out;
 }
 
-std::string cell(const std::optional<int64_t>& value) { return value ? std::to_string(*value) : ""; }
-std::string poolCell(const std::optional<tb::PoolId>& pool) {
-  return pool ? fmt::format("{},{}", pool->first, pool->second) : "";
-}
 
 ReportTable phasesTable(const PhasesComparison& c) {
   ReportTable table{"phases",
@@ -283,11 +270,11 @@ ReportTable phasesTable(const PhasesComparison& c) {
   for (const PhaseDevice& device : c.devices) {
     for (const PhaseRow& row : device.rows) {
       table.rows.push_back({phaseLevelName(row.level), std::to_string(row.reference_device),
-                            std::to_string(row.candidate_device), poolCell(row.reference_pool),
-                            poolCell(row.candidate_pool), row.metric, cell(row.baseline.reference),
-                            cell(row.baseline.candidate), cell(row.candidate.reference),
-                            cell(row.candidate.candidate), cell(row.start_gap.change()), cell(row.baseline.change()),
-                            cell(row.candidate.change()), cell(row.end_gap.change()), cell(row.added()),
+                            std::to_string(row.candidate_device), csvPool(row.reference_pool),
+                            csvPool(row.candidate_pool), row.metric, csvCell(row.baseline.reference),
+                            csvCell(row.baseline.candidate), csvCell(row.candidate.reference),
+                            csvCell(row.candidate.candidate), csvCell(row.start_gap.change()), csvCell(row.baseline.change()),
+                            csvCell(row.candidate.change()), csvCell(row.end_gap.change()), csvCell(row.added()),
                             row.holds ? "true" : "false", row.problem});
     }
   }

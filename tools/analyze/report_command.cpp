@@ -23,10 +23,6 @@ namespace {
 
 constexpr size_t kDefaultTop = 20;
 
-std::string cell(const std::optional<int64_t>& value) {
-  return value ? fmt::format("{}", *value) : std::string();
-}
-
 void seriesJson(const std::vector<PlotSeries>& series, JsonWriter& json) {
   json.beginArray();
   for (const PlotSeries& s : series) {
@@ -149,7 +145,7 @@ Report buildReport(const Bundle& bundle, const MemorySummary& summary, const Mem
     ReportTable table{name, {"point", "series", "bytes"}, {}};
     for (const PlotSeries& s : series) {
       for (size_t i = 0; i < s.values.size(); ++i)
-        table.rows.push_back({data.points[i], s.name, cell(s.values[i])});
+        table.rows.push_back({data.points[i], s.name, csvCell(s.values[i])});
     }
     return table;
   };

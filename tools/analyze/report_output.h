@@ -18,16 +18,33 @@
 // doubled.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "cli.h"
 
 namespace tcgd::analyze {
+
+// One line of a text report: `indent` spaces, the formatted text, a newline.
+template <typename... Args>
+void appendLine(std::string* out, int indent, fmt::format_string<Args...> format, Args&&... args) {
+  out->append(static_cast<size_t>(indent), ' ');
+  fmt::format_to(std::back_inserter(*out), format, std::forward<Args>(args)...);
+  out->push_back('\n');
+}
+
+// A CSV cell of a value that may be absent (empty then).
+inline std::string csvCell(const std::optional<int64_t>& value) {
+  return value ? std::to_string(*value) : std::string();
+}
 
 struct ReportTable {
   std::string name;  // file stem: "pools" is written as pools.csv
