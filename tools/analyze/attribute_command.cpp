@@ -260,9 +260,7 @@ int runAttribute(const ParsedArgs& args, Output& out) {
   const Attribution attribution = attributeGrowth(history, summary, first, last);
   emitReport(AttributeReport(bundle, history, attribution, by, limit, depth).build(), output, out);
   out.flush();
-  for (const auto& warning : history.warnings())
-    std::fprintf(stderr, "%s: warning: %s: %s\n", kProgramName, bundle.path().c_str(),
-                 warning.c_str());
+  printWarnings(history.warnings(), bundle.path());
   return kExitOk;
 }
 

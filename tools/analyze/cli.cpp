@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 
 namespace tcgd::analyze {
 namespace {
@@ -233,6 +234,17 @@ int CommandRegistry::dispatch(const std::vector<std::string>& args, Output& out)
       throw UsageError(path.empty() ? "unknown command '" + arg + "'"
                                     : "unknown subcommand '" + arg + "' of '" + join(path) + "'",
                        help);
+    }
+  }
+}
+
+void printWarnings(const std::vector<std::string>& warnings, std::string_view about) {
+  for (const std::string& warning : warnings) {
+    if (about.empty()) {
+      std::fprintf(stderr, "%s: warning: %s\n", kProgramName, warning.c_str());
+    } else {
+      std::fprintf(stderr, "%s: warning: %.*s: %s\n", kProgramName, static_cast<int>(about.size()), about.data(),
+                   warning.c_str());
     }
   }
 }

@@ -21,6 +21,10 @@ namespace tcgd::analyze {
 
 inline constexpr const char* kProgramName = "tcgd-analyze";
 
+// "tcgd-analyze: warning: ABOUT: TEXT" on stderr, one line per warning
+// (without "ABOUT: " when about is empty).
+void printWarnings(const std::vector<std::string>& warnings, std::string_view about = {});
+
 // Exit codes shared by every command.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFinding = 1;  // e.g. validate: readable but torn or incomplete

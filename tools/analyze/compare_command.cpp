@@ -38,8 +38,7 @@ int runComparePoints(const ParsedArgs& args, Output& out) {
   const PointsComparison comparison = comparePoints(request);
   emitReport(compareReport(comparison, text_options), output, out);
   out.flush();
-  for (const auto& warning : comparison.warnings)
-    std::fprintf(stderr, "%s: warning: %s\n", kProgramName, warning.c_str());
+  printWarnings(comparison.warnings);
   return kExitOk;
 }
 

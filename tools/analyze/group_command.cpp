@@ -344,9 +344,8 @@ Report phasesReport(const GroupPhases& phases) {
   return report;
 }
 
-void printWarnings(const RunGroup& group) {
-  for (const std::string& warning : group.warnings)
-    std::fprintf(stderr, "%s: warning: %s\n", kProgramName, warning.c_str());
+void printGroupWarnings(const RunGroup& group) {
+  printWarnings(group.warnings);
 }
 
 int runGroupSummary(const ParsedArgs& args, Output& out) {
@@ -354,7 +353,7 @@ int runGroupSummary(const ParsedArgs& args, Output& out) {
   const RunGroup group = loadRunGroup(args.positional(0));
   emitReport(summaryReport(summariseGroup(group)), output, out);
   out.flush();
-  printWarnings(group);
+  printGroupWarnings(group);
   return kExitOk;
 }
 
@@ -369,7 +368,7 @@ int runGroupPhases(const ParsedArgs& args, Output& out) {
   const RunGroup group = loadRunGroup(request.dir);
   emitReport(phasesReport(compareGroupPhases(group, request)), output, out);
   out.flush();
-  printWarnings(group);
+  printGroupWarnings(group);
   return kExitOk;
 }
 

@@ -364,8 +364,7 @@ int runLeaks(const ParsedArgs& args, Output& out) {
   const LeaksReport report = findLeaks(args.positional(0), options);
   emitReport(leaksReport(report, args.flag("--findings-only")), output, out);
   out.flush();
-  for (const auto& warning : report.warnings)
-    std::fprintf(stderr, "%s: warning: %s\n", kProgramName, warning.c_str());
+  printWarnings(report.warnings);
   return kExitOk;
 }
 

@@ -452,9 +452,7 @@ int runLifetimes(const ParsedArgs& args, Output& out) {
   const Analysis analysis = builder.analyze();
   emitReport(builder.report(analysis), output, out);
   out.flush();
-  for (const auto& warning : history.warnings())
-    std::fprintf(stderr, "%s: warning: %s: %s\n", kProgramName, bundle.path().c_str(),
-                 warning.c_str());
+  printWarnings(history.warnings(), bundle.path());
   return kExitOk;
 }
 

@@ -294,10 +294,7 @@ int runMemorySummary(const ParsedArgs& args, Output& out) {
     writeText(summary, points, &out.buffer());
   }
   out.flush();
-  for (const auto& warning : summary.warnings) {
-    std::fprintf(stderr, "%s: warning: %s: %s\n", kProgramName, bundle.path().c_str(),
-                 warning.c_str());
-  }
+  printWarnings(summary.warnings, bundle.path());
   return kExitOk;
 }
 

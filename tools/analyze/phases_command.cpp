@@ -322,8 +322,7 @@ int runComparePhases(const ParsedArgs& args, Output& out) {
   const PhasesComparison comparison = comparePhases(request);
   emitReport(phasesReport(comparison, text), output, out);
   out.flush();
-  for (const auto& warning : comparison.warnings)
-    std::fprintf(stderr, "%s: warning: %s\n", kProgramName, warning.c_str());
+  printWarnings(comparison.warnings);
   return kExitOk;
 }
 

@@ -205,14 +205,8 @@ int runMemoryReport(const ParsedArgs& args, Output& out) {
     findings.phases = &*phases;
   }
   emitReport(buildReport(bundle, summary, data, top, output.dir.has_value(), findings), output, out);
-  if (phases) {
-    for (const auto& warning : phases->warnings)
-      std::fprintf(stderr, "%s: warning: %s\n", kProgramName, warning.c_str());
-  }
-  for (const auto& warning : summary.warnings) {
-    std::fprintf(stderr, "%s: warning: %s: %s\n", kProgramName, bundle.path().c_str(),
-                 warning.c_str());
-  }
+  if (phases) printWarnings(phases->warnings);
+  printWarnings(summary.warnings, bundle.path());
   return kExitOk;
 }
 

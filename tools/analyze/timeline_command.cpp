@@ -432,10 +432,7 @@ int runMemoryTimeline(const ParsedArgs& args, Output& out) {
     timeline.writeText(first, last, &out.buffer(), out);
   }
   out.flush();
-  for (const auto& warning : history.warnings()) {
-    std::fprintf(stderr, "%s: warning: %s: %s\n", kProgramName, bundle.path().c_str(),
-                 warning.c_str());
-  }
+  printWarnings(history.warnings(), bundle.path());
   return kExitOk;
 }
 
