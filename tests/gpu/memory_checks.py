@@ -44,9 +44,10 @@ def graph_allocated(pools):
     return sum(p["allocated"] for k, p in pools.items() if k.split(",")[0] != "0")
 
 
-def check_points_match(b, truth, expect):
+def check_points_match(b, truth, expect, device=0):
     """Per pool and stream, every figure equal at every explicit point; CUDA
-    used equal to mem_get_info; history complete after the first interval."""
+    used equal to mem_get_info; history complete after the first interval.
+    `device`: the ordinal the job ran on (a rank's LOCAL_RANK)."""
     names = list(truth["points"])
     for i, name in enumerate(names):
         t = truth["points"][name]
@@ -56,11 +57,11 @@ def check_points_match(b, truth, expect):
             continue
         expect(t.get("tcgd_ok") is True, f"{name}: tcgd.point returned True")
         expect(p["snapshot"] == "taken", f"{name}: snapshot {p['snapshot']}")
-        dev = summary_device(p)
+        dev = summary_device(p, device)
         if dev is None:
-            expect(False, f"{name}: device 0 in the summary")
+            expect(False, f"{name}: device {device} in the summary")
             continue
-        mine, theirs = bundle_pools(dev), truth_pools(t)
+        mine, theirs = bundle_pools(dev), truth_pools(t, str(device))
         diffs = []
         for key in sorted(set(mine) | set(theirs)):
             a, z = mine.get(key), theirs.get(key)
@@ -211,15 +212,15 @@ def check_failed_capture(b, truth, expect):
     expect(not b.info.get("graphs"), "no graph inventory for the failed capture")
 
 
-def check_nccl(b, truth, expect):
-    check_points_match(b, truth, expect)
+def check_nccl(b, truth, expect, device=0):
+    check_points_match(b, truth, expect, device)
     expect(truth["allreduce_correct"], "all_reduce result correct")
-    dev = summary_device(summary_point(b, "after_allreduce"))
+    dev = summary_device(summary_point(b, "after_allreduce"), device)
     split = dev.get("residual_split") or {}
     by_lib = split.get("outside_allocator", {}).get("by_library", {})
     nccl = sum(v for k, v in by_lib.items() if "nccl" in k.lower())
     expect(nccl > 0, f"residual under NCCL {mib(nccl)}; split {by_lib}, rest {split.get('rest')}")
-    before = summary_device(summary_point(b, "before_nccl"))
+    before = summary_device(summary_point(b, "before_nccl"), device)
     before_lib = (before.get("residual_split") or {}).get("outside_allocator", {}).get("by_library", {})
     grew = nccl - sum(v for k, v in before_lib.items() if "nccl" in k.lower())
     used = (truth["points"]["before_nccl"]["mem_get_info_free"]

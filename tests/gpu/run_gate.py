@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import group_stage
 import memory_checks
 
 HERE = Path(__file__).resolve().parent
@@ -366,6 +367,8 @@ def main():
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--no-bench", action="store_true")
     ap.add_argument("--bench-rounds", type=int, default=3)
+    ap.add_argument("--group-world", type=int, default=2,
+                    help="ranks of the run-group stage (group_stage.py); 1 smoke-tests it on one GPU")
     args = ap.parse_args()
     if not have_gpu():
         print("SKIP: no CUDA GPU or no CUDA-enabled torch here; the GPU gate needs both")
@@ -388,6 +391,8 @@ def main():
         if args.only and name not in args.only:
             continue
         gate.run_case(name, ["memory_cases.py", case], check, agent_env=agent_env)
+    skipped = []  # (case, why)
+    group_stage.run(gate, Run, Bundle, args.only, skipped, args.group_world)
     bench_res = None if args.no_bench else bench(gate, args.bench_rounds)
     mem_bench = None if args.no_bench else memory_bench(gate, args.bench_rounds)
 
@@ -400,6 +405,8 @@ def main():
     print(f"{'case':28} {'result':8} checks")
     for name, ok, checks, _ in gate.rows:
         print(f"{name:28} {'PASS' if ok else 'FAIL':8} {sum(c[0] for c in checks)}/{len(checks)}")
+    for name, why in skipped:
+        print(f"{name:28} {'SKIP':8} {why}")
     if bench_res:
         for m in ("launch_s", "replay_s"):
             base = statistics.median(bench_res["none"][m])
@@ -416,6 +423,7 @@ def main():
                 print(f"{'bench step ' + k:28} {'ratio':8} {mem_bench[k] / base:.3f} "
                       f"({mem_bench[k] * 1e3:.2f} ms / none {base * 1e3:.2f} ms)")
     summary = {"cases": [{"name": n, "ok": ok, "checks": [[g, w] for g, w in c]} for n, ok, c, _ in gate.rows],
+               "skipped": [{"name": n, "why": w} for n, w in skipped],
                "bench": bench_res, "memory_bench": mem_bench}
     (gate.out / "summary.json").write_text(json.dumps(summary, indent=1))
     return 0 if all(r[1] for r in gate.rows) else 1
