@@ -119,15 +119,6 @@ const PoolCompare* findPool(const DeviceCompare& device, std::optional<tb::PoolI
   return nullptr;
 }
 
-JsonValue parsed(const ToolResult& result) {
-  try {
-    return parseJson(result.out);
-  } catch (const std::exception& error) {
-    ADD_FAILURE() << error.what() << "\n" << result.out;
-    return JsonValue{};
-  }
-}
-
 class ComparePoints : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -108,15 +108,6 @@ void expectStat(const RankStat& s, int64_t min, int min_rank, int64_t max, int m
   EXPECT_EQ(s.median, median);
 }
 
-JsonValue parsed(const ToolResult& result) {
-  try {
-    return parseJson(result.out);
-  } catch (const std::exception& error) {
-    ADD_FAILURE() << error.what() << "\n" << result.out << result.err;
-    return JsonValue{};
-  }
-}
-
 TEST(RankStatTest, MinMaxOwnersSpreadMedian) {
   expectStat(summariseRanks({{0, 5}, {1, 9}, {2, 5}, {3, 1}}), 1, 3, 9, 1, 5);
   expectStat(summariseRanks({{0, 4}, {1, 7}}), 4, 0, 7, 1, 5.5);

@@ -77,15 +77,6 @@ const PoolLeak* findPool(const LeaksReport& r, tb::PoolId id) {
   return nullptr;
 }
 
-JsonValue parsed(const ToolResult& result) {
-  try {
-    return parseJson(result.out);
-  } catch (const std::exception& error) {
-    ADD_FAILURE() << error.what() << "\n" << result.out;
-    return JsonValue{};
-  }
-}
-
 class Leaks : public ::testing::Test {
  protected:
   ScratchDir dir_;

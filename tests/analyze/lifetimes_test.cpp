@@ -17,6 +17,7 @@
 #include "attribute.h"
 #include "bundle.h"
 #include "cli.h"
+#include "history_fixture.h"
 #include "memory_bundle_builder.h"
 #include "memory_history.h"
 #include "mini_json.h"
@@ -32,17 +33,8 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kX = 0x7f0000000000, kY = 0x7f0040000000;
 constexpr tb::PoolId kDefault{0, 0}, kGraph{1, 0};
 
-class LifetimesTest : public ::testing::Test {
+class LifetimesTest : public HistoryFixture {
  protected:
-  const MemoryHistory& build(const MemoryBundleBuilder& builder, uint64_t dropped = 0) {
-    path_ = dir_.file("l" + std::to_string(++count_) + ".tcgd-memory");
-    builder.write(path_, true, dropped);
-    LoadOptions options;
-    options.keep_bulk_blobs = true;
-    bundle_ = std::make_unique<Bundle>(Bundle::load(path_, options));
-    history_ = std::make_unique<MemoryHistory>(buildMemoryHistory(*bundle_));
-    return *history_;
-  }
   std::vector<Lifetime> level(const LifetimeTable& table, LifetimeLevel wanted) const {
     std::vector<Lifetime> out;
     for (const Lifetime& l : table.lifetimes())
@@ -54,12 +46,6 @@ class LifetimesTest : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return parseJson(r.out);
   }
-
-  ScratchDir dir_;
-  int count_ = 0;
-  std::string path_;
-  std::unique_ptr<Bundle> bundle_;
-  std::unique_ptr<MemoryHistory> history_;
 };
 
 TEST_F(LifetimesTest, AnAddressFreedAndAllocatedAgainIsTwoLifetimes) {

@@ -15,6 +15,7 @@
 
 #include "bundle.h"
 #include "cli.h"
+#include "history_fixture.h"
 #include "memory_bundle_builder.h"
 #include "mini_json.h"
 #include "run_tool.h"
@@ -30,17 +31,8 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kX = 0x7f0000000000, kY = 0x7f0040000000;
 constexpr tb::PoolId kDefault{0, 0}, kGraph{1, 0}, kGraph2{2, 0};
 
-class MemoryHistoryTest : public ::testing::Test {
+class MemoryHistoryTest : public HistoryFixture {
  protected:
-  const MemoryHistory& build(const MemoryBundleBuilder& builder, uint64_t dropped = 0) {
-    path_ = dir_.file("h" + std::to_string(++count_) + ".tcgd-memory");
-    builder.write(path_, true, dropped);
-    LoadOptions options;
-    options.keep_bulk_blobs = true;
-    bundle_ = std::make_unique<Bundle>(Bundle::load(path_, options));
-    history_ = std::make_unique<MemoryHistory>(buildMemoryHistory(*bundle_));
-    return *history_;
-  }
   // The event recorded as record `sequence`.
   const MemoryEvent& at(uint64_t sequence) const {
     for (const MemoryEvent& event : history_->events()) {
@@ -61,12 +53,6 @@ class MemoryHistoryTest : public ::testing::Test {
   std::string library(const MemoryEvent& event) const {
     return event.library == kNoLibrary ? "" : history_->library(event.library);
   }
-
-  ScratchDir dir_;
-  int count_ = 0;
-  std::string path_;
-  std::unique_ptr<Bundle> bundle_;
-  std::unique_ptr<MemoryHistory> history_;
 };
 
 TEST_F(MemoryHistoryTest, TraceEventsCarryTheirPoolExactly) {

@@ -181,15 +181,6 @@ void writeSnapshotBundle(const std::string& path, bool snapshots,
   ASSERT_TRUE(writer.close().isOk());
 }
 
-JsonValue parsed(const ToolResult& result) {
-  try {
-    return parseJson(result.out);
-  } catch (const std::exception& error) {
-    ADD_FAILURE() << error.what() << "\n" << result.out;
-    return JsonValue{};
-  }
-}
-
 void expectFigures(const JsonValue& v, uint64_t reserved, uint64_t allocated, uint64_t segments,
                    uint64_t blocks) {
   EXPECT_EQ(v["reserved"].asU64(), reserved);

@@ -84,15 +84,6 @@ void expectTerm(const Delta& d, std::optional<int64_t> reference, std::optional<
   EXPECT_EQ(d.candidate, candidate);
 }
 
-JsonValue parsed(const ToolResult& result) {
-  try {
-    return parseJson(result.out);
-  } catch (const std::exception& error) {
-    ADD_FAILURE() << error.what() << "\n" << result.out;
-    return JsonValue{};
-  }
-}
-
 class ComparePhases : public ::testing::Test {
  protected:
   void SetUp() override {

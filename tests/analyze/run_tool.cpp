@@ -14,6 +14,15 @@ extern char** environ;
 
 namespace tcgd::analyze::testing {
 
+JsonValue parsed(const ToolResult& result) {
+  try {
+    return parseJson(result.out);
+  } catch (const std::exception& error) {
+    ADD_FAILURE() << error.what() << "\n" << result.out << result.err;
+    return JsonValue{};
+  }
+}
+
 ToolResult runAnalyze(const std::vector<std::string>& args) {
   ScratchDir dir;
   const std::string out_path = dir.file("stdout");

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "mini_json.h"
+
 namespace tcgd::analyze::testing {
 
 struct ToolResult {
@@ -14,6 +16,10 @@ struct ToolResult {
 
 // Runs TCGD_ANALYZE_BIN (a compile definition) with `args`.
 ToolResult runAnalyze(const std::vector<std::string>& args);
+
+// The tool's stdout parsed as JSON; a test failure naming the parse error
+// and showing both streams when it is not JSON (an empty value then).
+JsonValue parsed(const ToolResult& result);
 
 // Splits text into lines without their newlines (no empty last line).
 std::vector<std::string> splitLines(const std::string& text);
