@@ -98,6 +98,56 @@ std::atomic<unsigned long long> g_seen_adds{~0ull};
 std::atomic<bool> g_oom_pending{false};
 std::atomic<int64_t> g_oom_device{-1};
 
+// ---- process exit ----------------------------------------------------------
+//
+// The agent's own threads (the helper that polls try_attach, the points
+// watcher that takes deferred snapshots) are detached: at exit they may
+// still be calling into torch while the job's static destructors run, and
+// libc10_cuda's destroy the allocator they call (a virtual call on it then
+// aborts the job: "pure virtual method called"). So calls from those
+// threads go through enterBackground(), and onClosing(), an atexit handler
+// registered once libc10_cuda is loaded (so that it runs before libc10_cuda's
+// destructors), refuses new ones and waits, boundedly, for those under way.
+// Points on the job's own threads (the exit point included) are not held.
+constexpr uint64_t kClosingWaitNs = 1000 * kMs;
+std::atomic<bool> g_closing{false};
+std::atomic<int> g_in_torch{0};
+std::atomic<bool> g_closing_registered{false};
+thread_local bool t_background = false;
+
+bool enterBackground() {
+  // seq_cst pairs the increment with onClosing's store: either onClosing
+  // sees this call counted, or this call sees g_closing.
+  g_in_torch.fetch_add(1, std::memory_order_seq_cst);
+  if (!g_closing.load(std::memory_order_seq_cst)) return true;
+  g_in_torch.fetch_sub(1, std::memory_order_release);
+  return false;
+}
+
+void leaveBackground() { g_in_torch.fetch_sub(1, std::memory_order_release); }
+
+void onClosing() {
+  g_closing.store(true, std::memory_order_seq_cst);
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    if (g_in_torch.load(std::memory_order_acquire) <= 0) return;
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const int64_t waited = (now.tv_sec - start.tv_sec) * 1000000000ll + (now.tv_nsec - start.tv_nsec);
+    if (waited >= static_cast<int64_t>(kClosingWaitNs)) return;  // a call stuck in torch: go on
+    timespec tick{0, static_cast<long>(kMs)};
+    nanosleep(&tick, nullptr);
+  }
+}
+
+// On the thread that found libc10_cuda, before the helper starts.
+void registerClosing() {
+  bool expected = false;
+  if (g_closing_registered.compare_exchange_strong(expected, true, std::memory_order_relaxed))
+    atexit(onClosing);
+}
+
 uint8_t raw(TorchBridgeState s) { return static_cast<uint8_t>(s); }
 
 uint64_t coarseNowNs() {
@@ -382,7 +432,10 @@ bool loadBridge() {
 TorchBridgeState pollAttach(const TcgdBridgeApi* bridge) {
   const uint64_t deadline = coarseNowNs() + kAttachBudgetNs;
   for (;;) {
-    switch (bridge->try_attach()) {
+    if (!enterBackground()) return TorchBridgeState::kLoaded;  // the job is exiting
+    const int attached = bridge->try_attach();
+    leaveBackground();
+    switch (attached) {
       case TCGD_ATTACH_ATTACHED:
         return TorchBridgeState::kAttached;
       case TCGD_ATTACH_UNAVAILABLE:
@@ -398,6 +451,7 @@ TorchBridgeState pollAttach(const TcgdBridgeApi* bridge) {
 // A forked child has no helper thread: a kBusy inherited from the parent
 // would never end.
 void onForkChild() {
+  g_in_torch.store(0, std::memory_order_relaxed);  // the parent's threads are not in the child
   uint8_t busy = raw(TorchBridgeState::kBusy);
   g_state.compare_exchange_strong(
       busy,
@@ -408,6 +462,7 @@ void onForkChild() {
 
 void* helperMain(void*) {
   pthread_setname_np(pthread_self(), "tcgd-torch");
+  t_background = true;
   // Registered here rather than on the hook's thread: pthread_atfork takes
   // libc's fork-handler lock, which a forking thread holds while it runs
   // handlers that may wait for locks the hook's caller holds.
@@ -423,7 +478,11 @@ void* helperMain(void*) {
     if (bridge == nullptr && (setting == "off" || setting == "0")) {
       pushStatus(TorchStatus::kDisabled, "TCGD_TORCH_BRIDGE=" + setting, "");
     } else {
-      if (bridge == nullptr && loadBridge()) bridge = g_bridge.load(std::memory_order_acquire);
+      if (bridge == nullptr && enterBackground()) {
+        const bool loaded = loadBridge();
+        leaveBackground();
+        if (loaded) bridge = g_bridge.load(std::memory_order_acquire);
+      }
       if (bridge != nullptr) next = pollAttach(bridge);
     }
   } catch (const std::exception& e) {
@@ -455,6 +514,7 @@ __attribute__((noinline)) void advance(uint8_t seen, bool force) {
     g_state.store(seen, std::memory_order_release);
   } else {
     g_next_try_ns.store(now + kRespawnIntervalNs, std::memory_order_relaxed);
+    registerClosing();
     if (!startHelper()) {
       TCGD_LOG_WARN_ONCE("cannot start the torch bridge's helper thread; retrying later");
       g_state.store(seen, std::memory_order_release);
@@ -475,8 +535,11 @@ void torchMaybeAttach() {
   advance(s, /*force=*/false);
 }
 
-void torchSnapshotAtPoint(uint64_t point_ordinal, uint32_t flags) {
-  if (activeChannel() == nullptr) return;
+namespace {
+
+// A point's snapshot: attach first when the bridge is loaded but not yet
+// attached, then the bridge's snapshot.
+void snapshotAtPoint(uint64_t point_ordinal, uint32_t flags) {
   const uint8_t s = g_state.load(std::memory_order_relaxed);
   if (s == raw(TorchBridgeState::kUnknown)) advance(s, /*force=*/true);
   // The first point often comes right after CUDA's initialization, while
@@ -496,6 +559,21 @@ void torchSnapshotAtPoint(uint64_t point_ordinal, uint32_t flags) {
     g_state.compare_exchange_strong(loaded, raw(TorchBridgeState::kAttached),
                                     std::memory_order_acq_rel);
   (void)bridge->snapshot(point_ordinal, flags);
+}
+
+}  // namespace
+
+void torchBackgroundThread() { t_background = true; }
+
+void torchSnapshotAtPoint(uint64_t point_ordinal, uint32_t flags) {
+  if (activeChannel() == nullptr) return;
+  if (t_background) {
+    if (!enterBackground()) return;  // the job is exiting: its torch may be gone
+    snapshotAtPoint(point_ordinal, flags);
+    leaveBackground();
+    return;
+  }
+  snapshotAtPoint(point_ordinal, flags);
 }
 
 bool torchTakeOomPending(int64_t* device) {

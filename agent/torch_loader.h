@@ -43,6 +43,11 @@ void torchMaybeAttach();
 // the bridge is not loaded.
 void torchSnapshotAtPoint(uint64_t point_ordinal, uint32_t flags = 0);
 
+// Marks the calling thread as one of the agent's own (the points watcher):
+// its snapshots stop when the job exits, before torch's static destructors
+// run, and an exiting job waits for one under way (at most a second).
+void torchBackgroundThread();
+
 // True once per OOM the bridge observed since the last call (several OOMs
 // in between count as one); *device receives the device of the latest.
 // Lock-free: the points code polls it and makes an "oom" point.

@@ -96,6 +96,7 @@ void watcherPoint(const Name& name, PointOrigin origin) {
 void onSigusr2(int) { g_signals_raised.fetch_add(1, std::memory_order_relaxed); }
 
 void* watcherMain(void*) {
+  agent::torchBackgroundThread();
   const uint64_t interval_ns = g_rules.interval_s * 1000000000ull;
   uint64_t next_interval = channel::monotonicNowNs() + interval_ns;
   uint64_t signals_seen = 0;
