@@ -64,6 +64,7 @@ class Gate:
         self.lib = self.build / "lib" / "libtcgd.so"
         self.analyze = self.build / "bin" / "tcgd-analyze"
         self.rows = []
+        self.out.mkdir(parents=True, exist_ok=True)  # summary.json even when no case ran
 
     def env(self, agent, case_dir=None, truth=None, extra=None):
         env = dict(os.environ)
