@@ -272,17 +272,34 @@ TEST(GroupSummaryTest, NonPrefixRankRefused) {
       << result.err;
 }
 
-TEST(GroupSummaryTest, BundleWithoutRankRefused) {
+// torchrun's launcher records a bundle of its own, without a rank, beside
+// the ranks': it is left out with a warning; a directory of such bundles only
+// is refused.
+TEST(GroupSummaryTest, BundleWithoutRankIsLeftOut) {
   ScratchDir scratch;
-  std::vector<RankSpec> specs = ranks(2);
-  specs[1].rank = -1;
+  const std::vector<RankSpec> specs = ranks(2);
+  RankSpec launcher = specs[0];
+  launcher.rank = -1;
+  launcher.world = 0;
   const std::string dir = scratch.file("group");
   fs::create_directory(dir);
   writeRank(dir + "/a.tcgd-memory", specs[0]);
   writeRank(dir + "/b.tcgd-memory", specs[1]);
-  const ToolResult result = runAnalyze({"memory", "group-summary", dir});
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("b.tcgd-memory: no rank in the bundle header"), std::string::npos) << result.err;
+  writeRank(dir + "/launcher.tcgd-memory", launcher);
+  const ToolResult result = runAnalyze({"memory", "group-summary", dir, "--json"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("left out " + dir + "/launcher.tcgd-memory: no rank in its header"), std::string::npos)
+      << result.err;
+  const JsonValue summary = parsed(result);
+  EXPECT_EQ(summary["ranks"].size(), 2u);
+  EXPECT_EQ(summary["warnings"].size(), 1u);
+
+  const std::string alone = scratch.file("alone");
+  fs::create_directory(alone);
+  writeRank(alone + "/launcher.tcgd-memory", launcher);
+  const ToolResult refused = runAnalyze({"memory", "group-summary", alone});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("no bundle with a rank"), std::string::npos) << refused.err;
 
   const ToolResult empty = runAnalyze({"memory", "group-summary", scratch.file("")});
   EXPECT_EQ(empty.exit_code, 2);

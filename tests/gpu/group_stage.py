@@ -98,10 +98,12 @@ def run_case(gate, Run, Bundle, name, mode, world):
     expect(len(results(plain.stdout)) == world and results(plain.stdout) == results(traced.stdout),
            f"results identical ({results(plain.stdout)} vs {results(traced.stdout)})")
 
-    # One bundle per rank: move them into group/ for the group verbs.
+    # One bundle per rank, and torchrun's launcher's own (no rank; it
+    # touches CUDA): all into group/, where the group verbs leave the
+    # launcher's out with a warning.
     group_dir = case_dir / "group"
     group_dir.mkdir()
-    ranks = {}
+    ranks, launchers = {}, []
     for path in sorted(case_dir.glob("*.tcgd-memory")):
         info = json.loads(gate.analyze_json("info", "--json", str(path)).stdout or "{}")
         prov = info.get("provenance", {})
@@ -109,8 +111,15 @@ def run_case(gate, Run, Bundle, name, mode, world):
             continue
         moved = group_dir / path.name
         path.rename(moved)
-        ranks[prov.get("rank")] = (moved, prov)
+        if prov.get("rank", -1) < 0:
+            launchers.append(moved)
+        else:
+            ranks[prov.get("rank")] = (moved, prov)
     expect(sorted(ranks) == list(range(world)), f"one bundle per rank ({sorted(ranks)})")
+    for path in launchers:
+        v = gate.analyze_json("validate", str(path))
+        expect(v.returncode in ((0,) if mode == "normal" else (0, 1)),
+               f"the launcher's own bundle: validate exit {v.returncode} ({v.stdout.strip()[:100]})")
     for rank, (path, prov) in sorted(ranks.items()):
         expect(prov.get("world_size") == world and prov.get("group_id") == GROUP_ID,
                f"rank {rank}: world size {prov.get('world_size')}, group '{prov.get('group_id')}'")
@@ -158,6 +167,8 @@ def run_case(gate, Run, Bundle, name, mode, world):
     expect(summary.returncode == 0, f"group-summary exit {summary.returncode} ({summary.stderr.strip()[:160]})")
     if summary.returncode == 0:
         s = json.loads(summary.stdout)
+        left_out = [w for w in s["warnings"] if w.startswith("left out ")]
+        expect(len(left_out) == len(launchers), f"the launcher's bundle left out ({left_out})")
         expect(s["world_size"] == world and sorted(r["rank"] for r in s["ranks"]) == list(range(world)),
                f"group of {s['world_size']}: ranks {[r['rank'] for r in s['ranks']]}")
         early = [e["rank"] for e in s["ended_early"]]

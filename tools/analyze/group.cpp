@@ -60,11 +60,7 @@ RankBundle loadRank(const std::string& path) {
   rank.bundle = std::make_unique<Bundle>(Bundle::load(path, options));
   rank.bundle->requireKind(proto::BundleKind::kMemory);
   const bundle::Header& header = rank.bundle->header();
-  if (!rank.bundle->hasHeader() || header.rank() < 0) {
-    throw AnalyzeError(fmt::format(
-        "{}: no rank in the bundle header (a run group needs every bundle's rank: RANK set for the job)",
-        path));
-  }
+  if (!rank.bundle->hasHeader() || header.rank() < 0) return rank;  // rank -1: left out by the caller
   rank.rank = header.rank();
   rank.world_size = header.world_size();
   rank.run_name = header.run_name();
@@ -129,7 +125,22 @@ RunGroup loadRunGroup(const std::string& dir) {
 
   RunGroup group;
   group.dir = dir;
-  for (const std::string& path : paths) group.ranks.push_back(loadRank(path));
+  for (const std::string& path : paths) {
+    RankBundle rank = loadRank(path);
+    // A process without RANK recorded beside the ranks: the launcher itself
+    // (torchrun's python touches CUDA), a tool run before the job.
+    if (rank.rank < 0) {
+      group.warnings.push_back(fmt::format("left out {}: no rank in its header (a process of the job "
+                                           "without RANK, such as torchrun's launcher)",
+                                           path));
+      continue;
+    }
+    group.ranks.push_back(std::move(rank));
+  }
+  if (group.ranks.empty()) {
+    throw AnalyzeError(fmt::format(
+        "{}: no bundle with a rank (a run group needs each rank's RANK in the job's environment)", dir));
+  }
   const RankBundle& first = group.ranks.front();
   group.group_id = first.bundle->header().group_id();
   for (const RankBundle& rank : group.ranks) {

@@ -66,8 +66,9 @@ struct RunGroup {
   std::vector<std::string> warnings;
 };
 
-// Loads every *.tcgd-memory in `dir`. Throws AnalyzeError with one line for
-// a directory without bundles, a bundle without a rank (naming it), two
+// Loads every *.tcgd-memory in `dir`; a bundle without a rank (torchrun's
+// launcher records one) is left out with a warning. Throws AnalyzeError with
+// one line for a directory without bundles or without a ranked one, two
 // group ids (naming both and a bundle of each), two bundles of one rank,
 // different world sizes, and a rank whose points are not a prefix of the
 // reference rank's (naming it and the first differing point).
