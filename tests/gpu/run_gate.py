@@ -294,6 +294,15 @@ def check_nccl(b, truth, expect):
            f"and module memory that no allocation call made)")
 
 
+def check_torch_idle(b, truth, expect):
+    """The exit code and output are run_case's checks; here: the bundle is
+    complete, with its exit point, and no point had a snapshot to take."""
+    expect(b.info.get("complete") is True and b.info.get("end_reason") == "normal exit",
+           f"bundle complete, end '{b.info.get('end_reason')}'")
+    expect([p["name"] for p in b.info.get("points", [])] == ["exit"],
+           f"one point, exit ({[p['name'] for p in b.info.get('points', [])]})")
+
+
 def check_demo(b, truth, expect):
     check_graph_like = [r for r in b.records if r.get("api") in LAUNCH_APIS]
     expect(len(check_graph_like) == 20, f"{len(check_graph_like)} graph launches == 20")
@@ -383,6 +392,7 @@ def main():
         ("compile-reduce-overhead", ["compile_graphs.py"], check_compile),
         ("nccl-1rank", ["nccl_allreduce.py"], check_nccl),
         ("demo", ["demo.py"], check_demo),
+        ("torch-idle", ["torch_idle.py"], check_torch_idle),
     ]
     for name, argv, check in cases:
         if args.only and name not in args.only:
