@@ -108,6 +108,19 @@ int main(int argc, char** argv) {
     if (mapped("libprotobuf") || mapped("libspdlog") || mapped("libfmt")) return 104;
     return 0;
   }
+  if (strcmp(mode, "fake-torch") == 0 && argc > 2) {
+    /* A job that loads torch (here tests/agent/fake_torch's libc10_cuda.so)
+     * but never allocates: a point starts the agent's torch helper, which
+     * keeps polling the allocator; the job exits while it does. */
+    if (dlopen(argv[2], RTLD_NOW | RTLD_GLOBAL) == NULL) {
+      fprintf(stderr, "preload_program: %s\n", dlerror());
+      return 103;
+    }
+    if (point_fn("with-torch") != 0) return 101;
+    usleep(50 * 1000);
+    puts("done");
+    return 0;
+  }
   if (strcmp(mode, "points-kill") == 0) {
     points("point", 0, n);
     raise(SIGKILL);

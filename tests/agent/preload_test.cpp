@@ -138,6 +138,23 @@ TEST_F(PreloadTest, ThreadsPushConcurrentlyWithoutLoss) {
   EXPECT_TRUE(b.trailer.complete());
 }
 
+// A job that loads torch but never initializes its CUDA allocator
+// (torchrun's launcher, a script that only asks torch.cuda.is_available()):
+// the agent's torch helper is still polling the allocator when the job
+// exits, and torch's libraries destroy it at exit. The helper must stop
+// first; the stand-in bridge aborts the job if it is called after that (as
+// torch did on the H200: "pure virtual method called", exit -6).
+TEST_F(PreloadTest, ExitWhileTheTorchHelperPollsKeepsTheJobsExit) {
+  const std::vector<std::string> env = {"TCGD_TORCH_BRIDGE=" + std::string(TCGD_FAKE_BRIDGE_PATH)};
+  for (int round = 0; round < 3; ++round) {
+    const RunResult r = run({"fake-torch", TCGD_FAKE_C10_PATH}, env);
+    EXPECT_TRUE(r.exited()) << "signal " << r.signal() << "\n" << r.err;
+    EXPECT_EQ(r.exitCode(), 0) << r.err;
+    EXPECT_EQ(r.out, "done\n");
+    EXPECT_EQ(r.err.find("fake bridge:"), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(PreloadTest, ProgramWithoutApiCallsCreatesNothing) {
   // A recorder that leaves a mark if anything ever runs it.
   const std::string marker = dir_.path() + "/recorder-ran";
