@@ -455,23 +455,12 @@ TEST_F(ComparePoints, BadInputIsOneErrorLine) {
   for (const Case& c : cases) {
     std::vector<std::string> args = {"memory", "compare-points"};
     args.insert(args.end(), c.args.begin(), c.args.end());
-    const ToolResult r = runAnalyze(args);
-    EXPECT_EQ(r.exit_code, 2) << c.says;
-    EXPECT_EQ(splitLines(r.err).size(), 1u) << r.err;
-    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
-    EXPECT_TRUE(r.out.empty()) << r.out;
+    expectOneErrorLine(runAnalyze(args), c.says);
   }
 }
 
 // --- the golden bundles (tests/golden/memory/, recorded on the H200) ------------
 
-std::string golden(const std::string& name) {
-  return std::string(TCGD_SOURCE_DIR) + "/tests/golden/memory/" + name + "/bundle.tcgd-memory";
-}
-
-JsonValue truth(const std::string& name) {
-  return parseJson(readFile(std::string(TCGD_SOURCE_DIR) + "/tests/golden/memory/" + name + "/truth.json"));
-}
 
 const JsonValue* jsonPool(const JsonValue& device, const std::string& side, uint64_t first, uint64_t second) {
   for (const JsonValue& pool : device["pools"].items) {
@@ -507,8 +496,8 @@ JsonValue compareJson(const std::vector<std::string>& args) {
 }
 
 TEST(ComparePointsGolden, QuickstartCaptureMakesTheGraphPoolWith16MiB) {
-  const JsonValue t = truth("quickstart");
-  const JsonValue json = compareJson({golden("quickstart"), "--from", "before_capture", "--to", "after_capture"});
+  const JsonValue t = goldenTruth("quickstart");
+  const JsonValue json = compareJson({goldenBundle("quickstart"), "--from", "before_capture", "--to", "after_capture"});
   const JsonValue& d = json["devices"][0];
   const JsonValue* graph = jsonPool(d, "candidate", 1, 0);
   ASSERT_NE(graph, nullptr);
@@ -522,7 +511,7 @@ TEST(ComparePointsGolden, QuickstartCaptureMakesTheGraphPoolWith16MiB) {
   EXPECT_EQ(json["lifecycle"]["totals"]["new_segment"]["count"].asU64(), 2u);
 
   const ToolResult text = runAnalyze(
-      {"memory", "compare-points", golden("quickstart"), "--from", "before_capture", "--to", "after_capture"});
+      {"memory", "compare-points", goldenBundle("quickstart"), "--from", "before_capture", "--to", "after_capture"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   const size_t pool = text.out.find("pool graph-private (1,0): new at the candidate\n");
   ASSERT_NE(pool, std::string::npos) << text.out;
@@ -533,8 +522,8 @@ TEST(ComparePointsGolden, QuickstartCaptureMakesTheGraphPoolWith16MiB) {
 }
 
 TEST(ComparePointsGolden, TransformerCaptureAgainstTruth) {
-  const JsonValue t = truth("transformer");
-  const JsonValue json = compareJson({golden("transformer"), "--from", "after_warmup", "--to", "after_capture"});
+  const JsonValue t = goldenTruth("transformer");
+  const JsonValue json = compareJson({goldenBundle("transformer"), "--from", "after_warmup", "--to", "after_capture"});
   const JsonValue& d = json["devices"][0];
   expectPoolsMatchTruth(d, t["points"]["after_warmup"], "reference");
   expectPoolsMatchTruth(d, t["points"]["after_capture"], "candidate");
@@ -551,9 +540,9 @@ TEST(ComparePointsGolden, TransformerCaptureAgainstTruth) {
 }
 
 TEST(ComparePointsGolden, FailedCaptureLeavesItsPrivatePoolReserved) {
-  const JsonValue t = truth("failed-capture");
+  const JsonValue t = goldenTruth("failed-capture");
   const JsonValue json =
-      compareJson({golden("failed-capture"), "--from", "before_capture", "--to", "after_failed_capture"});
+      compareJson({goldenBundle("failed-capture"), "--from", "before_capture", "--to", "after_failed_capture"});
   const JsonValue& d = json["devices"][0];
   expectPoolsMatchTruth(d, t["points"]["before_capture"], "reference");
   expectPoolsMatchTruth(d, t["points"]["after_failed_capture"], "candidate");
@@ -563,9 +552,9 @@ TEST(ComparePointsGolden, FailedCaptureLeavesItsPrivatePoolReserved) {
 }
 
 TEST(ComparePointsGolden, TwoRunsWithAPoolMapGiveTheTruthsDifferences) {
-  const JsonValue a = truth("quickstart")["points"]["after_capture"];
-  const JsonValue b = truth("expandable")["points"]["after_capture"];
-  const JsonValue json = compareJson({golden("quickstart"), golden("expandable"), "--from", "after_capture",
+  const JsonValue a = goldenTruth("quickstart")["points"]["after_capture"];
+  const JsonValue b = goldenTruth("expandable")["points"]["after_capture"];
+  const JsonValue json = compareJson({goldenBundle("quickstart"), goldenBundle("expandable"), "--from", "after_capture",
                                       "--to", "after_capture", "--pool-map", "1,0=1,0"});
   EXPECT_FALSE(json["same_run"].asBool());
   EXPECT_FALSE(json["lifecycle"]["available"].asBool());
@@ -585,7 +574,7 @@ TEST(ComparePointsGolden, TwoRunsWithAPoolMapGiveTheTruthsDifferences) {
             static_cast<int64_t>(truthCudaUsed(b)) - static_cast<int64_t>(truthCudaUsed(a)));
   // Without the map the graph pools stay apart.
   const JsonValue plain =
-      compareJson({golden("quickstart"), golden("expandable"), "--from", "after_capture", "--to", "after_capture"});
+      compareJson({goldenBundle("quickstart"), goldenBundle("expandable"), "--from", "after_capture", "--to", "after_capture"});
   const JsonValue* alone = jsonPool(plain["devices"][0], "reference", 1, 0);
   ASSERT_NE(alone, nullptr);
   EXPECT_EQ((*alone)["side"].asString(), "reference");

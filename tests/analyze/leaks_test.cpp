@@ -364,22 +364,12 @@ TEST_F(Leaks, BadInputIsOneErrorLine) {
        }) {
     std::vector<std::string> all = {"memory", "leaks"};
     all.insert(all.end(), args.begin(), args.end());
-    const ToolResult r = runAnalyze(all);
-    EXPECT_EQ(r.exit_code, 2) << says;
-    EXPECT_EQ(splitLines(r.err).size(), 1u) << r.err;
-    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    expectOneErrorLine(runAnalyze(all), says);
   }
 }
 
 // --- the golden bundles -------------------------------------------------------------
 
-std::string golden(const std::string& name) {
-  return std::string(TCGD_SOURCE_DIR) + "/tests/golden/memory/" + name + "/bundle.tcgd-memory";
-}
-
-JsonValue truth(const std::string& name) {
-  return parseJson(readFile(std::string(TCGD_SOURCE_DIR) + "/tests/golden/memory/" + name + "/truth.json"));
-}
 
 size_t pointIndex(const LeaksReport& r, const std::string& name) {
   for (size_t k = 0; k < r.points.size(); ++k)
@@ -389,8 +379,8 @@ size_t pointIndex(const LeaksReport& r, const std::string& name) {
 }
 
 TEST(LeaksGolden, FailedCaptureNamesItsPrivatePoolAsOutlivingItsGraph) {
-  const JsonValue t = truth("failed-capture");
-  const LeaksReport r = findLeaks(golden("failed-capture"));
+  const JsonValue t = goldenTruth("failed-capture");
+  const LeaksReport r = findLeaks(goldenBundle("failed-capture"));
   ASSERT_EQ(r.captures.size(), 1u);
   EXPECT_TRUE(r.captures[0].failed());
   EXPECT_EQ(r.captures[0].graph, 0u);
@@ -407,7 +397,7 @@ TEST(LeaksGolden, FailedCaptureNamesItsPrivatePoolAsOutlivingItsGraph) {
   EXPECT_NE(pool->outlives.find("capture 1 on stream"), std::string::npos);
   EXPECT_NE(pool->outlives.find("failed (cuStreamEndCapture returned 901"), std::string::npos) << pool->outlives;
 
-  const ToolResult text = runAnalyze({"memory", "leaks", golden("failed-capture"), "--findings-only"});
+  const ToolResult text = runAnalyze({"memory", "leaks", goldenBundle("failed-capture"), "--findings-only"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("outlives  pool graph-private (1,0) on device 0 outlives its graph: capture 1"),
             std::string::npos)
@@ -419,8 +409,8 @@ TEST(LeaksGolden, FailedCaptureNamesItsPrivatePoolAsOutlivingItsGraph) {
 // The replays of a captured graph add nothing: every pool has the truth's
 // figures at after_capture and after_replays, and no growth is reported.
 void expectNoGrowthAcrossReplays(const std::string& name) {
-  const JsonValue t = truth(name);
-  const LeaksReport r = findLeaks(golden(name));
+  const JsonValue t = goldenTruth(name);
+  const LeaksReport r = findLeaks(goldenBundle(name));
   EXPECT_EQ(r.suspects(), 0u) << name;
   const size_t capture = pointIndex(r, "after_capture"), replays = pointIndex(r, "after_replays");
   ASSERT_EQ(replays, capture + 1);

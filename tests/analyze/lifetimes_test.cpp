@@ -10,7 +10,6 @@
 #include <fstream>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -309,16 +308,7 @@ TEST_F(LifetimesTest, ReconstructionStartsFromTheSnapshotAtTheFirstPoint) {
 
 // ---- the golden bundles ---------------------------------------------------------
 
-std::string goldenPath(const std::string& name, const std::string& file) {
-  return std::string(TCGD_SOURCE_DIR) + "/tests/golden/memory/" + name + "/" + file;
-}
 
-JsonValue truth(const std::string& name) {
-  std::ifstream in(goldenPath(name, "truth.json"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parseJson(text.str());
-}
 
 uint64_t truthAllocated(const JsonValue& truth, const std::string& point, const std::string& pool) {
   const JsonValue& pools = truth["points"][point]["pools"]["0"];
@@ -330,8 +320,8 @@ bool isPool(const JsonValue& v, uint64_t a, uint64_t b) {
 }
 
 TEST_F(LifetimesTest, GoldenQuickstartOneSixteenMiBBirthSurvivesInTheGraphPool) {
-  const JsonValue t = truth("quickstart");
-  const JsonValue v = run({"memory", "allocation-lifetimes", goldenPath("quickstart", "bundle.tcgd-memory"),
+  const JsonValue t = goldenTruth("quickstart");
+  const JsonValue v = run({"memory", "allocation-lifetimes", goldenBundle("quickstart", "bundle.tcgd-memory"),
                            "--from", "before_capture", "--to", "after_capture", "--json"});
   uint64_t births = 0, survivor_bytes = 0;
   for (const JsonValue& c : v["cohorts"].items) {
@@ -342,7 +332,7 @@ TEST_F(LifetimesTest, GoldenQuickstartOneSixteenMiBBirthSurvivesInTheGraphPool) 
   EXPECT_EQ(births, 1u);
   EXPECT_EQ(survivor_bytes, t["graph_bytes"].asU64());
 
-  const JsonValue a = run({"memory", "attribute", goldenPath("quickstart", "bundle.tcgd-memory"),
+  const JsonValue a = run({"memory", "attribute", goldenBundle("quickstart", "bundle.tcgd-memory"),
                            "--from", "before_capture", "--to", "after_capture", "--json"});
   bool seen = false;
   for (const JsonValue& p : a["pools"].items) {
@@ -361,8 +351,8 @@ TEST_F(LifetimesTest, GoldenQuickstartOneSixteenMiBBirthSurvivesInTheGraphPool) 
 }
 
 TEST_F(LifetimesTest, GoldenTransformerSurvivorsSumToTheGraphPoolAllocated) {
-  const JsonValue t = truth("transformer");
-  const std::string bundle = goldenPath("transformer", "bundle.tcgd-memory");
+  const JsonValue t = goldenTruth("transformer");
+  const std::string bundle = goldenBundle("transformer", "bundle.tcgd-memory");
   const JsonValue v = run({"memory", "allocation-lifetimes", bundle, "--from", "after_warmup",
                            "--to", "after_capture", "--json"});
   uint64_t survivors = 0;
@@ -393,8 +383,8 @@ TEST_F(LifetimesTest, GoldenAttributionMatchesTheSnapshotsOnEveryCase) {
                {"failed-capture", "before_capture", "after_failed_capture"},
                {"nccl", "before_nccl", "after_allreduce"}};
   for (const auto& c : cases) {
-    const JsonValue t = truth(c.name);
-    const JsonValue a = run({"memory", "attribute", goldenPath(c.name, "bundle.tcgd-memory"),
+    const JsonValue t = goldenTruth(c.name);
+    const JsonValue a = run({"memory", "attribute", goldenBundle(c.name, "bundle.tcgd-memory"),
                              "--from", c.from, "--to", c.to, "--json"});
     for (const JsonValue& p : a["pools"].items) {
       const std::string pool = p["pool"][0].text + "," + p["pool"][1].text;
@@ -407,7 +397,7 @@ TEST_F(LifetimesTest, GoldenAttributionMatchesTheSnapshotsOnEveryCase) {
 }
 
 TEST_F(LifetimesTest, TextReportsSayTheLevelsCohortsAndDifference) {
-  const std::string bundle = goldenPath("quickstart", "bundle.tcgd-memory");
+  const std::string bundle = goldenBundle("quickstart", "bundle.tcgd-memory");
   const ToolResult r = runAnalyze({"memory", "allocation-lifetimes", bundle, "--from",
                                    "before_capture", "--to", "after_capture", "--limit", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -430,7 +420,7 @@ TEST_F(LifetimesTest, TextReportsSayTheLevelsCohortsAndDifference) {
 TEST_F(LifetimesTest, OutputDirectoryHoldsTheReportAndItsTables) {
   const std::string out = dir_.file("report");
   const ToolResult r = runAnalyze({"memory", "allocation-lifetimes",
-                                   goldenPath("quickstart", "bundle.tcgd-memory"), "--from",
+                                   goldenBundle("quickstart", "bundle.tcgd-memory"), "--from",
                                    "before_capture", "--to", "after_capture", "--output", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* file : {"report.txt", "report.json", "cohorts.csv", "lifetimes.csv"}) {
@@ -438,11 +428,11 @@ TEST_F(LifetimesTest, OutputDirectoryHoldsTheReportAndItsTables) {
     EXPECT_TRUE(in.good()) << file;
   }
   const ToolResult again = runAnalyze({"memory", "attribute",
-                                       goldenPath("quickstart", "bundle.tcgd-memory"), "--from",
+                                       goldenBundle("quickstart", "bundle.tcgd-memory"), "--from",
                                        "before_capture", "--to", "after_capture", "--output", out});
   EXPECT_EQ(again.exit_code, 2);
   const ToolResult over = runAnalyze({"memory", "attribute",
-                                      goldenPath("quickstart", "bundle.tcgd-memory"), "--from",
+                                      goldenBundle("quickstart", "bundle.tcgd-memory"), "--from",
                                       "before_capture", "--to", "after_capture", "--output", out,
                                       "--overwrite"});
   EXPECT_EQ(over.exit_code, 0) << over.err;

@@ -6,10 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -433,21 +431,10 @@ TEST_F(MemoryTimeline, BadInputIsOneLineAndExitTwo) {
 
 // ---- the golden bundles -------------------------------------------------------
 
-std::string goldenPath(const std::string& name, const std::string& file) {
-  return std::string(TCGD_SOURCE_DIR) + "/tests/golden/memory/" + name + "/" + file;
-}
-
-JsonValue truth(const std::string& name) {
-  std::ifstream in(goldenPath(name, "truth.json"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parseJson(text.str());
-}
-
 class GoldenTimeline : public MemoryTimeline {
  protected:
-  JsonValue golden(const std::string& name, std::vector<std::string> args = {}) {
-    args.insert(args.begin(), goldenPath(name, "bundle.tcgd-memory"));
+  JsonValue timeline(const std::string& name, std::vector<std::string> args = {}) {
+    args.insert(args.begin(), goldenBundle(name, "bundle.tcgd-memory"));
     return json(args);
   }
   // Bytes a pool's segments grew by between two points, at one level.
@@ -469,7 +456,7 @@ class GoldenTimeline : public MemoryTimeline {
 };
 
 TEST_F(GoldenTimeline, QuickstartCapturesSixteenMiBInTheGraphPoolFromTheTraceAndItsSegment) {
-  const JsonValue v = golden("quickstart", {"--from", "capture-begin/1", "--to", "capture-end/1"});
+  const JsonValue v = timeline("quickstart", {"--from", "capture-begin/1", "--to", "capture-end/1"});
   ASSERT_EQ(v["intervals"].items.size(), 1u);
   bool traced = false, matched = false;
   for (const JsonValue& e : v["intervals"][0]["events"].items) {
@@ -496,8 +483,8 @@ TEST_F(GoldenTimeline, QuickstartCapturesSixteenMiBInTheGraphPoolFromTheTraceAnd
 // events alone, is what PyTorch measured at those points.
 TEST_F(GoldenTimeline, SegmentEventsBetweenPointsAddUpToTheReservedChangeTorchMeasured) {
   for (const std::string name : {"quickstart", "expandable"}) {
-    const JsonValue t = truth(name);
-    const JsonValue v = golden(name, {"--from", "before_capture", "--to", "after_capture"});
+    const JsonValue t = goldenTruth(name);
+    const JsonValue v = timeline(name, {"--from", "before_capture", "--to", "after_capture"});
     for (const std::string pool : {"0,0", "1,0"}) {
       const int64_t expected =
           truthReserved(t, "after_capture", pool) - truthReserved(t, "before_capture", pool);
@@ -515,7 +502,7 @@ TEST_F(GoldenTimeline, SegmentEventsBetweenPointsAddUpToTheReservedChangeTorchMe
 TEST_F(GoldenTimeline, SnapshotMatchesAgreeWithTheAllocatorsSegmentEvents) {
   for (const std::string name : {"quickstart", "expandable", "transformer", "compile",
                                  "two-streams", "dataloader", "oom", "failed-capture", "nccl"}) {
-    const JsonValue v = golden(name);
+    const JsonValue v = timeline(name);
     std::vector<const JsonValue*> events;
     for (const JsonValue& interval : v["intervals"].items)
       for (const JsonValue& e : interval["events"].items) events.push_back(&e);
@@ -546,7 +533,7 @@ TEST_F(GoldenTimeline, SnapshotMatchesAgreeWithTheAllocatorsSegmentEvents) {
 }
 
 TEST_F(GoldenTimeline, ExpandableMapsMatchSegments) {
-  const JsonValue v = golden("expandable");
+  const JsonValue v = timeline("expandable");
   int maps = 0;
   for (const JsonValue& interval : v["intervals"].items) {
     for (const JsonValue& e : interval["events"].items) {
@@ -563,7 +550,7 @@ TEST_F(GoldenTimeline, ExpandableMapsMatchSegments) {
 // and after it frees its cache) take the pool of the OOM event after them,
 // and the OOM event asks for what the program asked for.
 TEST_F(GoldenTimeline, OomFailedAllocationsTakeThePoolOfTheOomEvent) {
-  const JsonValue v = golden("oom", {"--from", "before_oom", "--to", "after_oom"});
+  const JsonValue v = timeline("oom", {"--from", "before_oom", "--to", "after_oom"});
   int failed = 0, ooms = 0;
   uint64_t requested = 0;
   for (const JsonValue& e : v["intervals"][0]["events"].items) {
@@ -583,11 +570,11 @@ TEST_F(GoldenTimeline, OomFailedAllocationsTakeThePoolOfTheOomEvent) {
   EXPECT_EQ(ooms, 1);
   EXPECT_EQ(failed, 2);
   EXPECT_EQ(requested, uint64_t{1} << 45);  // tests/gpu/memory_cases.py: torch.empty(1 << 45)
-  EXPECT_TRUE(truth("oom")["caught"].asBool());
+  EXPECT_TRUE(goldenTruth("oom")["caught"].asBool());
 }
 
 TEST_F(GoldenTimeline, NcclMemoryIsOutsideUnderNccl) {
-  const JsonValue v = golden("nccl", {"--from", "before_nccl", "--to", "after_allreduce"});
+  const JsonValue v = timeline("nccl", {"--from", "before_nccl", "--to", "after_allreduce"});
   int nccl = 0;
   for (const JsonValue& e : v["intervals"][0]["events"].items) {
     if (e.has("library") && !e["library"].isNull() && e["library"].asString() == "libnccl.so.2") {

@@ -21,9 +21,6 @@ namespace {
 namespace tb = torchbridge;
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-JsonValue truth(const std::string& name) {
-  return parseJson(readFile(goldenBundle(name, "truth.json")));
-}
 
 TEST(MemoryReport, QuickstartWritesEveryFileAndThePoolPlotHoldsWhatTorchMeasured) {
   ScratchDir dir;
@@ -42,7 +39,7 @@ TEST(MemoryReport, QuickstartWritesEveryFileAndThePoolPlotHoldsWhatTorchMeasured
   const std::string html = readFile(out + "/report.html");
   const PlotData pools = plotSeries(html, "pool-memory");
   const std::vector<std::string> points = pointNames(report);
-  const JsonValue t = truth("quickstart");
+  const JsonValue t = goldenTruth("quickstart");
   // Every explicit point's pools, as PyTorch measured them right after it.
   for (const auto& [point, measured] : t["points"].members) {
     const size_t index = indexOf(points, point);

@@ -287,28 +287,17 @@ TEST_F(ComparePhases, BadInputIsOneErrorLine) {
   for (const Case& c : cases) {
     std::vector<std::string> args = {"memory", "compare-phases"};
     args.insert(args.end(), c.args.begin(), c.args.end());
-    const ToolResult r = runAnalyze(args);
-    EXPECT_EQ(r.exit_code, 2) << c.says;
-    EXPECT_EQ(splitLines(r.err).size(), 1u) << r.err;
-    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
-    EXPECT_TRUE(r.out.empty()) << r.out;
+    expectOneErrorLine(runAnalyze(args), c.says);
   }
 }
 
 // --- the golden bundles -------------------------------------------------------------
 
-std::string golden(const std::string& name) {
-  return std::string(TCGD_SOURCE_DIR) + "/tests/golden/memory/" + name + "/bundle.tcgd-memory";
-}
-
-JsonValue truth(const std::string& name) {
-  return parseJson(readFile(std::string(TCGD_SOURCE_DIR) + "/tests/golden/memory/" + name + "/truth.json"));
-}
 
 TEST(ComparePhasesGolden, QuickstartCaptureAgainstReplaysHoldsAndMatchesTheTruth) {
-  const JsonValue t = truth("quickstart");
+  const JsonValue t = goldenTruth("quickstart");
   const PhasesComparison c = comparePhases(
-      {golden("quickstart"), "", "before_capture", "after_capture", "after_capture", "after_replays", {}, {}});
+      {goldenBundle("quickstart"), "", "before_capture", "after_capture", "after_capture", "after_replays", {}, {}});
   EXPECT_EQ(c.mismatches, 0u);
   const JsonValue& points = t["points"];
   for (const char* pool : {"0,0", "1,0"}) {
@@ -333,9 +322,9 @@ TEST(ComparePhasesGolden, QuickstartCaptureAgainstReplaysHoldsAndMatchesTheTruth
 }
 
 TEST(ComparePhasesGolden, TwoRunsOfTheSameCaptureWithAPoolMap) {
-  const JsonValue a = truth("quickstart")["points"];
-  const JsonValue b = truth("expandable")["points"];
-  const PhasesComparison c = comparePhases({golden("quickstart"), golden("expandable"), "before_capture",
+  const JsonValue a = goldenTruth("quickstart")["points"];
+  const JsonValue b = goldenTruth("expandable")["points"];
+  const PhasesComparison c = comparePhases({goldenBundle("quickstart"), goldenBundle("expandable"), "before_capture",
                                             "after_capture", "before_capture", "after_capture", {"1,0=1,0"}, {}});
   EXPECT_EQ(c.mismatches, 0u);
   const PhaseRow* graph = findRow(c, PhaseLevel::kPool, "reserved", tb::PoolId{1, 0}, tb::PoolId{1, 0});

@@ -27,10 +27,6 @@ std::vector<std::string> splitValues(const std::string& text) {
 
 }  // namespace
 
-std::string goldenBundle(const std::string& name, const std::string& file) {
-  return std::string(TCGD_SOURCE_DIR) + "/tests/golden/memory/" + name + "/" + file;
-}
-
 PlotData plotSeries(const std::string& html, const std::string& plot) {
   PlotData data;
   const std::string text = plotText(html, plot);

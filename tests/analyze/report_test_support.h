@@ -13,8 +13,6 @@
 
 namespace tcgd::analyze::testing {
 
-// tests/golden/memory/NAME/FILE.
-std::string goldenBundle(const std::string& name, const std::string& file = "bundle.tcgd-memory");
 
 // Series name -> its values (exact bytes as text, "" where a point has none)
 // of the plot `plot`.

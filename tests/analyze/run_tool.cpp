@@ -23,6 +23,19 @@ JsonValue parsed(const ToolResult& result) {
   }
 }
 
+void expectOneErrorLine(const ToolResult& result, const std::string& says) {
+  EXPECT_EQ(result.exit_code, 2) << says;
+  EXPECT_EQ(splitLines(result.err).size(), 1u) << result.err;
+  EXPECT_NE(result.err.find(says), std::string::npos) << result.err;
+  EXPECT_TRUE(result.out.empty()) << result.out;
+}
+
+std::string goldenBundle(const std::string& name, const std::string& file) {
+  return std::string(TCGD_SOURCE_DIR) + "/tests/golden/memory/" + name + "/" + file;
+}
+
+JsonValue goldenTruth(const std::string& name) { return parseJson(readFile(goldenBundle(name, "truth.json"))); }
+
 ToolResult runAnalyze(const std::vector<std::string>& args) {
   ScratchDir dir;
   const std::string out_path = dir.file("stdout");

@@ -11,7 +11,6 @@ the agent changed neither the exit code nor the results; then every rank's
 bundle against the truth that rank took from PyTorch, and the group reports
 against all of them."""
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -75,24 +74,10 @@ def check_stat(stat, values, what, expect):
            f"spread {stat['spread']}")
 
 
-def run_case(gate, Run, Bundle, name, mode, world):
-    case_dir = gate.out / name
-    shutil.rmtree(case_dir, ignore_errors=True)
-    case_dir.mkdir(parents=True)
-    extra = {**NCCL_ENV, "TCGD_GROUP": GROUP_ID}
-    plain = Run(torchrun(mode, world), gate.env(False, extra=NCCL_ENV), 600)
-    truth_path = case_dir / "truth-r{rank}.json"
-    traced = Run(torchrun(mode, world), gate.env(True, case_dir, truth_path, extra), 600)
-    (case_dir / "agent.stdout").write_text(traced.stdout)
-    (case_dir / "agent.stderr").write_text(traced.stderr)
-    (case_dir / "plain.stderr").write_text(plain.stderr)
-    checks = []
-
-    def expect(ok, what):
-        checks.append((bool(ok), what))
-
-    expect(not plain.hung and not traced.hung, "no hang")
-    expect(plain.rc == traced.rc, f"exit code unchanged ({plain.rc} vs {traced.rc})")
+def run_case(gate, Bundle, name, mode, world):
+    # Each rank writes its own truth: "{rank}" is replaced by nccl_group.py.
+    case_dir, _, plain, traced, checks, expect = gate.run_pair(
+        name, torchrun(mode, world), NCCL_ENV, {"TCGD_GROUP": GROUP_ID}, "truth-r{rank}.json", 600)
     if mode == "normal":
         expect(plain.rc == 0, f"the job succeeded ({plain.rc})")
     expect(len(results(plain.stdout)) == world and results(plain.stdout) == results(traced.stdout),
@@ -211,7 +196,7 @@ def run_case(gate, Run, Bundle, name, mode, world):
     return ok
 
 
-def run(gate, Run, Bundle, only, skipped, world=2):
+def run(gate, Bundle, only, skipped, world=2):
     """Runs the stage's cases (those in `only`, when given) as a group of
     `world` ranks, one GPU each; with fewer GPUs adds them to `skipped` with
     the reason instead."""
@@ -224,4 +209,4 @@ def run(gate, Run, Bundle, only, skipped, world=2):
             skipped.append((name, f"needs {world} GPUs, this machine has {count}"))
         return
     for name, mode in wanted.items():
-        run_case(gate, Run, Bundle, name, mode, world)
+        run_case(gate, Bundle, name, mode, world)

@@ -91,13 +91,17 @@ class Gate:
         except ValueError:
             return ""
 
-    def run_case(self, name, argv, check, timeout=300, extra_env=None, agent_env=None):
+    def run_pair(self, name, cmd, extra_env=None, agent_env=None, truth_name="truth.json", timeout=300):
+        """Runs `cmd` without and then with the agent (extra_env in both,
+        agent_env with the agent only) into a fresh case folder, keeping
+        their output there, and makes the checks every case makes: no hang,
+        exit code unchanged. Returns (case_dir, truth_path, plain, traced,
+        checks, expect)."""
         case_dir = self.out / name
         shutil.rmtree(case_dir, ignore_errors=True)
         case_dir.mkdir(parents=True)
-        cmd = [sys.executable, *argv]
         plain = Run(cmd, self.env(False, extra=extra_env), timeout)
-        truth_path = case_dir / "truth.json"
+        truth_path = case_dir / truth_name
         traced = Run(cmd, self.env(True, case_dir, truth_path, {**(extra_env or {}), **(agent_env or {})}),
                      timeout)
         (case_dir / "agent.stdout").write_text(traced.stdout)
@@ -110,6 +114,11 @@ class Gate:
 
         expect(not plain.hung and not traced.hung, "no hang")
         expect(plain.rc == traced.rc, f"exit code unchanged ({plain.rc} vs {traced.rc})")
+        return case_dir, truth_path, plain, traced, checks, expect
+
+    def run_case(self, name, argv, check, timeout=300, extra_env=None, agent_env=None):
+        case_dir, truth_path, plain, traced, checks, expect = self.run_pair(
+            name, [sys.executable, *argv], extra_env, agent_env, timeout=timeout)
         expect(plain.result() is not None and plain.result() == traced.result(),
                f"output identical ({plain.result()} vs {traced.result()})")
         # One bundle per process that used CUDA: the job's, plus one for each
@@ -403,7 +412,7 @@ def main():
             continue
         gate.run_case(name, ["memory_cases.py", case], check, agent_env=agent_env)
     skipped = []  # (case, why)
-    group_stage.run(gate, Run, Bundle, args.only, skipped, args.group_world)
+    group_stage.run(gate, Bundle, args.only, skipped, args.group_world)
     bench_res = None if args.no_bench else bench(gate, args.bench_rounds)
     mem_bench = None if args.no_bench else memory_bench(gate, args.bench_rounds)
 

@@ -394,9 +394,7 @@ std::string comparisonJson(const PointsComparison& c) {
     json.beginObject().key("reference").value(x).key("candidate").value(y).endObject();
   }
   json.endArray();
-  json.key("history").beginArray();
-  for (const auto& history : c.history) json.value(history);
-  json.endArray();
+  json.key("history").array(c.history);
   json.key("devices").beginArray();
   for (const DeviceCompare& d : c.devices) {
     json.beginObject();
@@ -457,9 +455,7 @@ std::string comparisonJson(const PointsComparison& c) {
   json.endArray();
   json.key("lifecycle");
   lifecycleJson(c.lifecycle, json);
-  json.key("warnings").beginArray();
-  for (const auto& warning : c.warnings) json.value(warning);
-  json.endArray();
+  json.key("warnings").array(c.warnings);
   json.endObject();
   out.push_back('\n');
   return out;

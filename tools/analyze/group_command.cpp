@@ -20,17 +20,13 @@ inline constexpr const char* kSummarySchema = "tcgd.memory.group_summary";
 inline constexpr const char* kPhasesSchema = "tcgd.memory.compare_run_group_phases";
 inline constexpr int kSchemaVersion = 1;
 
-std::string bytesText(int64_t bytes) {
-  return bytes < 0 ? "-" + humanBytes(static_cast<uint64_t>(-bytes)) : humanBytes(static_cast<uint64_t>(bytes));
-}
-
 std::string valueText(double value, bool bytes) {
   const auto whole = static_cast<int64_t>(value);
   if (!bytes) return static_cast<double>(whole) == value ? std::to_string(whole) : fmt::format("{}", value);
-  return bytesText(whole);
+  return signedBytes(whole);
 }
 
-std::string valueText(int64_t value, bool bytes) { return bytes ? bytesText(value) : std::to_string(value); }
+std::string valueText(int64_t value, bool bytes) { return bytes ? signedBytes(value) : std::to_string(value); }
 
 std::string statText(const RankStat& stat, bool bytes) {
   return fmt::format("{:<24} {:<24} {:<12} {}",
@@ -128,18 +124,14 @@ void groupJson(const RunGroup& group, JsonWriter& json) {
     json.key("run_name").value(rank.run_name);
     json.key("world_size").value(rank.world_size);
     json.key("device").value(rank.device);
-    json.key("other_devices").beginArray();
-    for (const int32_t device : rank.other_devices) json.value(device);
-    json.endArray();
+    json.key("other_devices").array(rank.other_devices);
     json.key("points").value(rank.summary.points.size());
     json.key("end_reason").value(rank.end_reason);
     json.key("ended_normally").value(rank.ended_normally);
     json.endObject();
   }
   json.endArray();
-  json.key("missing_ranks").beginArray();
-  for (const int32_t rank : group.missing_ranks) json.value(rank);
-  json.endArray();
+  json.key("missing_ranks").array(group.missing_ranks);
   json.key("ended_early").beginArray();
   for (const EarlyEnd& early : group.ended_early) {
     json.beginObject();
@@ -156,9 +148,7 @@ void groupJson(const RunGroup& group, JsonWriter& json) {
     json.endObject();
   }
   json.endArray();
-  json.key("warnings").beginArray();
-  for (const std::string& warning : group.warnings) json.value(warning);
-  json.endArray();
+  json.key("warnings").array(group.warnings);
 }
 
 ReportTable ranksTable(const RunGroup& group) {
@@ -206,9 +196,7 @@ Report summaryReport(const GroupSummary& summary) {
     json.beginObject();
     json.key("index").value(point.index);
     json.key("name").value(point.name);
-    json.key("ranks").beginArray();
-    for (const int32_t rank : point.ranks) json.value(rank);
-    json.endArray();
+    json.key("ranks").array(point.ranks);
     json.key("scopes").beginArray();
     for (const ScopeKey& scope : scopeKeys(point.libraries)) {
       const auto stat = point.stats.find(scope.key);
@@ -294,12 +282,8 @@ Report phasesReport(const GroupPhases& phases) {
   groupJson(group, json);
   json.key("baseline").beginArray().value(phases.points[0]).value(phases.points[1]).endArray();
   json.key("candidate").beginArray().value(phases.points[2]).value(phases.points[3]).endArray();
-  json.key("ranks_compared").beginArray();
-  for (const int32_t rank : phases.ranks) json.value(rank);
-  json.endArray();
-  json.key("left_out").beginArray();
-  for (const std::string& line : phases.left_out) json.value(line);
-  json.endArray();
+  json.key("ranks_compared").array(phases.ranks);
+  json.key("left_out").array(phases.left_out);
   json.key("scopes").beginArray();
   ReportTable summary{"phases", {"scope", "quantity"}, {}};
   summary.columns.insert(summary.columns.end(), kStatColumns.begin(), kStatColumns.end());

@@ -29,11 +29,6 @@ std::string devicePrefix(bool several, int32_t device) {
   return several ? fmt::format("device {} ", device) : std::string();
 }
 
-std::string signedHuman(int64_t bytes) {
-  return bytes < 0 ? "-" + humanBytes(static_cast<uint64_t>(-bytes))
-                   : humanBytes(static_cast<uint64_t>(bytes));
-}
-
 std::string valuesAttribute(const std::vector<std::optional<int64_t>>& values) {
   std::string out;
   for (size_t i = 0; i < values.size(); ++i) {
@@ -290,7 +285,7 @@ void axes(const Scale& scale, const std::vector<std::string>& points, std::strin
     fmt::format_to(it, "<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>",
                    kLeft, kWidth - kRight, y, y);
     fmt::format_to(it, "<text class=\"tick\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
-                   kLeft - 6, y + 4, signedHuman(v));
+                   kLeft - 6, y + 4, signedBytes(v));
   }
   const size_t n = points.size();
   const size_t step = std::max<size_t>(1, (n + 23) / 24);
@@ -391,7 +386,7 @@ void linePlot(const char* plot, const std::vector<std::string>& points,
                      "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{} at {}: "
                      "{}</title></circle>",
                      xOf(i, n), scale.y(*line.values[i]), colour[s], htmlEscape(line.name),
-                     htmlEscape(points[i]), signedHuman(*line.values[i]));
+                     htmlEscape(points[i]), signedBytes(*line.values[i]));
     }
   }
   *out += "</svg>";
@@ -426,7 +421,7 @@ void stackedBars(const char* plot, const std::vector<std::string>& points,
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"><title>{} at {}: "
           "{}</title></rect>",
           xOf(i, n) - width / 2, std::min(y0, y1), width, std::max(0.5, std::abs(y1 - y0)),
-          htmlEscape(bars.name), htmlEscape(points[i]), signedHuman(v));
+          htmlEscape(bars.name), htmlEscape(points[i]), signedBytes(v));
     }
     *out += "</g>";
   }
@@ -497,7 +492,7 @@ void phaseRows(const PhasesComparison& c, size_t top, std::string* out) {
   std::vector<GrowthSite> added;
   *out += "<table class=\"phases\" data-phases=\"ranked\"><tr><th>row</th><th>added</th><th>baseline change</th>"
           "<th>candidate change</th><th>start gap</th><th>end gap</th></tr>";
-  const auto bytes = [](const std::optional<int64_t>& v) { return v ? signedHuman(*v) : std::string("n/a"); };
+  const auto bytes = [](const std::optional<int64_t>& v) { return v ? signedBytes(*v) : std::string("n/a"); };
   size_t shown = 0;
   for (const PhaseRow* row : rankedRows(c)) {
     if (shown++ == top) break;
@@ -510,7 +505,6 @@ void phaseRows(const PhasesComparison& c, size_t top, std::string* out) {
     if (*row->added() > 0) {
       GrowthSite site;
       site.site = name;
-      site.interval = "";
       site.allocated = static_cast<uint64_t>(*row->added());
       added.push_back(std::move(site));
     }
@@ -528,7 +522,7 @@ std::string figures(const tb::AllocatorFigures& f) {
 void residualItems(const ResidualSplit& split, std::string* out) {
   auto it = std::back_inserter(*out);
   fmt::format_to(it, "<li>residual <b>{}</b> (CUDA used - reserved)<ul>",
-                 signedHuman(split.residual));
+                 signedBytes(split.residual));
   fmt::format_to(it, "<li>outside the allocator {}<ul>", humanBytes(split.driver.outsideTotal()));
   for (const auto& [library, bytes] : split.driver.outside)
     fmt::format_to(it, "<li>{} {}</li>", htmlEscape(library), humanBytes(bytes));
@@ -540,7 +534,7 @@ void residualItems(const ResidualSplit& split, std::string* out) {
     fmt::format_to(it, "<li>other processes not measured ({})</li>",
                    split.other == nullptr ? "no record" : htmlEscape(split.other->statusText()));
   }
-  fmt::format_to(it, "<li>rest {}</li></ul></li>", signedHuman(split.rest));
+  fmt::format_to(it, "<li>rest {}</li></ul></li>", signedBytes(split.rest));
 }
 
 void tree(const MemorySummary& summary, std::string* out) {

@@ -30,9 +30,7 @@ void writeProvenance(const Bundle& bundle, JsonWriter& json) {
     json.key("start_time_unix_ns").value(header.start_time_unix_ns());
     json.key("start_monotonic_ns").value(header.start_monotonic_ns());
     json.key("tool_version").value(header.tool_version());
-    json.key("command_line").beginArray();
-    for (const auto& arg : header.command_line()) json.value(arg);
-    json.endArray();
+    json.key("command_line").array(header.command_line());
     json.key("metadata");
     writeStringMap(json, header.metadata());
     json.key("config");
@@ -163,9 +161,7 @@ void writeInfoJson(const Bundle& bundle, const InfoCounts& counts, std::string* 
   json.endObject();
   json.key("blobs").value(static_cast<uint64_t>(bundle.blobCount()));
   json.key("modules").value(static_cast<uint64_t>(bundle.modules().size()));
-  json.key("problems").beginArray();
-  for (const auto& problem : bundle.problems()) json.value(problem);
-  json.endArray();
+  json.key("problems").array(bundle.problems());
   json.key("graphs");
   writeGraphsJson(counts.graphs, json);
   json.endObject();

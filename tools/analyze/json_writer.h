@@ -50,6 +50,13 @@ class JsonWriter {
   // Shortest round-trip form; NaN and infinities become null (JSON has none).
   JsonWriter& value(double number);
   JsonWriter& null();
+  // An array of every element of `values` (strings or numbers).
+  template <typename Range>
+  JsonWriter& array(const Range& values) {
+    beginArray();
+    for (const auto& v : values) value(v);
+    return endArray();
+  }
 
   // Appends `text` as a quoted, escaped JSON string (no separator logic).
   static void appendQuoted(std::string_view text, std::string* out);

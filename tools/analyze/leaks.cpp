@@ -228,14 +228,19 @@ std::optional<std::pair<uint64_t, std::string>> goneSince(const std::vector<cons
   return std::make_pair(since, text);
 }
 
+// Launches in `sorted` (sequences) after `low` and up to `high`.
+uint64_t countIn(const std::vector<uint64_t>& sorted, uint64_t low, uint64_t high) {
+  return static_cast<uint64_t>(std::upper_bound(sorted.begin(), sorted.end(), high) -
+                               std::upper_bound(sorted.begin(), sorted.end(), low));
+}
+
 // A pool whose graphs are alive but no longer launched while other graphs
 // are: reserved at the end of whole intervals between points, after its
 // graphs' last launch (or, never launched, after their capture and
 // instantiation), in which other graphs were launched; the last point with
 // a snapshot among them.
-template <typename CountIn>
 void findIdle(const std::vector<const Capture*>& captures, const std::vector<uint64_t>& all_launches,
-              const CountIn& countIn, const std::vector<LeakPoint>& points, PoolLeak& pool) {
+              const std::vector<LeakPoint>& points, PoolLeak& pool) {
   uint64_t since = 0;
   for (const Capture* c : captures) {
     if (c->failed() || c->graph == 0 || c->execs.empty() || !c->ended) return;  // nothing to launch
@@ -378,10 +383,6 @@ LeaksReport findLeaks(const Bundle& bundle, const MemorySummary& summary, const 
   for (const Capture& c : out.captures)
     for (const GraphExec& e : c.execs) all_launches.insert(all_launches.end(), e.launches.begin(), e.launches.end());
   std::sort(all_launches.begin(), all_launches.end());
-  const auto countIn = [](const std::vector<uint64_t>& sorted, uint64_t low, uint64_t high) {
-    return static_cast<uint64_t>(std::upper_bound(sorted.begin(), sorted.end(), high) -
-                                 std::upper_bound(sorted.begin(), sorted.end(), low));
-  };
 
   // Allocator alloc events per (device, pool, point interval): interval k
   // ends at point k.
@@ -465,7 +466,7 @@ LeaksReport findLeaks(const Bundle& bundle, const MemorySummary& summary, const 
         for (size_t k = 0; k < points.size(); ++k)
           if (out.points[k].sequence > gone->first && pool.series[k].reserved > 0) pool.held_at.push_back(k);
       } else if (!captures.empty()) {
-        findIdle(captures, all_launches, countIn, out.points, pool);
+        findIdle(captures, all_launches, out.points, pool);
       }
     }
     out.pools.push_back(std::move(pool));

@@ -204,9 +204,7 @@ void leaksJson(const LeaksReport& r, std::string* out) {
   json.key("schema").value(kSchema);
   json.key("version").value(kSchemaVersion);
   json.key("bundle").value(r.bundle);
-  json.key("heuristics").beginArray();
-  for (const char* h : kLeakHeuristics) json.value(h);
-  json.endArray();
+  json.key("heuristics").array(kLeakHeuristics);
   json.key("min_intervals").value(static_cast<uint64_t>(r.min_intervals));
   json.key("points").beginArray();
   for (const LeakPoint& p : r.points) {
@@ -214,9 +212,7 @@ void leaksJson(const LeaksReport& r, std::string* out) {
     json.key("sequence").value(p.sequence).key("origin").value(p.origin).endObject();
   }
   json.endArray();
-  json.key("history").beginArray();
-  for (const auto& h : r.history) json.value(h);
-  json.endArray();
+  json.key("history").array(r.history);
   json.key("captures").beginArray();
   for (const Capture& c : r.captures) {
     json.beginObject();
@@ -258,9 +254,7 @@ void leaksJson(const LeaksReport& r, std::string* out) {
     json.key("device").value(p.device);
     json.key("pool").beginArray().value(p.pool.first).value(p.pool.second).endArray();
     json.key("kind").value(tb::poolKindName(tb::poolKind(p.pool)));
-    json.key("captures").beginArray();
-    for (const uint32_t c : p.captures) json.value(c);
-    json.endArray();
+    json.key("captures").array(p.captures);
     json.key("trend").value(p.trend);
     json.key("series").beginArray();
     for (const PoolAtPoint& at : p.series) {
@@ -322,9 +316,7 @@ void leaksJson(const LeaksReport& r, std::string* out) {
   for (const RepeatedCapture& rep : r.repeated) {
     json.beginObject();
     json.key("fingerprint").value(rep.fingerprint);
-    json.key("captures").beginArray();
-    for (const uint32_t c : rep.captures) json.value(c);
-    json.endArray();
+    json.key("captures").array(rep.captures);
     json.key("pools").beginArray();
     for (const auto& pool : rep.pools) json.beginArray().value(pool.first).value(pool.second).endArray();
     json.endArray();
@@ -335,9 +327,7 @@ void leaksJson(const LeaksReport& r, std::string* out) {
   json.endArray();
   json.key("findings");
   leakFindingsJson(leakFindings(r), json);
-  json.key("warnings").beginArray();
-  for (const auto& w : r.warnings) json.value(w);
-  json.endArray();
+  json.key("warnings").array(r.warnings);
   json.endObject();
   out->push_back('\n');
 }

@@ -35,9 +35,8 @@ std::string poolName(const PhaseRow& row) {
 std::string addedText(const PhaseRow& row) {
   const auto added = row.added();
   if (!added) return "n/a";
-  const std::string magnitude = row.bytes ? humanBytes(static_cast<uint64_t>(*added < 0 ? -*added : *added))
-                                          : std::to_string(*added < 0 ? -*added : *added);
-  return (*added > 0 ? "+" : *added < 0 ? "-" : "") + magnitude;
+  if (row.bytes) return plusBytes(*added);
+  return (*added > 0 ? "+" : "") + std::to_string(*added);
 }
 
 // Where a row sits in the tree, for --depth.
@@ -241,9 +240,7 @@ std::string phasesJson(const PhasesComparison& c) {
   json.key("device_map").beginArray();
   for (const auto& [x, y] : c.device_map) json.beginObject().key("reference").value(x).key("candidate").value(y).endObject();
   json.endArray();
-  json.key("history").beginArray();
-  for (const auto& history : c.history) json.value(history);
-  json.endArray();
+  json.key("history").array(c.history);
   json.key("mismatches").value(static_cast<uint64_t>(c.mismatches));
   json.key("rows").beginArray();
   for (const PhaseDevice& device : c.devices)
@@ -252,9 +249,7 @@ std::string phasesJson(const PhasesComparison& c) {
   json.key("ranked").beginArray();
   for (const PhaseRow* row : rankedRows(c)) rowJson(*row, json);
   json.endArray();
-  json.key("warnings").beginArray();
-  for (const auto& warning : c.warnings) json.value(warning);
-  json.endArray();
+  json.key("warnings").array(c.warnings);
   json.endObject();
   out.push_back('\n');
   return out;

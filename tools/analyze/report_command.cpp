@@ -70,9 +70,7 @@ std::string reportJson(const Bundle& bundle, const MemorySummary& summary,
   json.key("schema").value("tcgd.memory.report");
   json.key("version").value(1);
   json.key("bundle").value(bundle.path());
-  json.key("points").beginArray();
-  for (const std::string& name : data.points) json.value(name);
-  json.endArray();
+  json.key("points").array(data.points);
   json.key("plots").beginObject();
   json.key("pool_memory");
   seriesJson(data.pool_memory, json);
