@@ -462,7 +462,6 @@ void onForkChild() {
 
 void* helperMain(void*) {
   pthread_setname_np(pthread_self(), "tcgd-torch");
-  t_background = true;
   // Registered here rather than on the hook's thread: pthread_atfork takes
   // libc's fork-handler lock, which a forking thread holds while it runs
   // handlers that may wait for locks the hook's caller holds.

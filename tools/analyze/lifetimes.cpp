@@ -278,7 +278,7 @@ std::string_view withoutArguments(std::string_view function) {
   return function;
 }
 
-struct TorchFrame {
+struct ShownFrame {
   std::string text;
   bool python = false;
 };
@@ -294,7 +294,7 @@ std::string stackText(const Bundle& bundle, const StackRef& stack, size_t depth)
   }
   // native: "native-stack v1", then offset<TAB>module per frame; torch:
   // "torch-stack v1", then function<TAB>file<TAB>line per frame.
-  std::vector<TorchFrame> frames;
+  std::vector<ShownFrame> frames;
   std::string_view text = blob->data;
   bool header = true, python = false;
   while (!text.empty()) {
@@ -335,7 +335,7 @@ std::string stackText(const Bundle& bundle, const StackRef& stack, size_t depth)
   // "all" stack from a thread without Python, such as autograd's).
   std::string out;
   size_t shown = 0;
-  for (const TorchFrame& frame : frames) {
+  for (const ShownFrame& frame : frames) {
     if (shown == depth) break;
     if (python && !frame.python) continue;
     out += (shown++ == 0 ? "" : " < ") + frame.text;
