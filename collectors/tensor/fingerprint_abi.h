@@ -1,0 +1,214 @@
+// The contract between tcgd's fingerprint kernel (collectors/tensor/
+// fingerprint.cu, run on the job's GPU), the agent that launches it, and
+// tcgd-recorder, which reads what it wrote. Plain data, no pointers that mean
+// anything outside the job, compiled by nvcc and by the host compiler alike.
+//
+// What the kernel does (docs/tensor.md, "Fingerprints"): for every range of
+// one launch, split into fixed chunks of kChunkBytes, it computes a partial
+// fingerprint per chunk (a content hash and, for a known dtype, element
+// statistics) and writes it as one ObservationSlot into the observation ring:
+// pinned host memory, mapped into the device, that the recorder maps too (a
+// region of the channel's memfd). The recorder combines the chunks of a range
+// in chunk order into one observation, so every figure is independent of the
+// grid the kernel ran with and deterministic: the same bytes give the same
+// hash, counts, min, max, sum and sum of squares, bit for bit.
+//
+// Captured in a CUDA graph, the launch becomes a node with these parameters
+// baked in; each replay runs it again and it counts its executions itself
+// (SiteState), so every replay writes fresh slots carrying the replay index
+// with no host call per replay.
+#pragma once
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define TCGD_HOST_DEVICE __host__ __device__
+#else
+#define TCGD_HOST_DEVICE
+#endif
+
+namespace tcgd::tensor {
+
+// ---- dtypes ------------------------------------------------------------
+// Stored in bundles: never renumber. kUnknown ranges are fingerprinted by
+// hash only (no element statistics).
+enum class Dtype : uint8_t {
+  kUnknown = 0,
+  kFloat32 = 1,
+  kFloat16 = 2,
+  kBFloat16 = 3,
+  kFloat64 = 4,
+  kInt8 = 5,
+  kUInt8 = 6,
+  kInt16 = 7,
+  kInt32 = 8,
+  kInt64 = 9,
+  kBool = 10,
+  kFloat8E4M3 = 11,  // float8_e4m3fn (no infinities; 0x7f/0xff are NaN)
+  kFloat8E5M2 = 12,
+  kUInt16 = 13,
+  kUInt32 = 14,
+  kUInt64 = 15,
+  kCount = 16,
+};
+
+// Bytes per element; 1 for kUnknown (a hash-only range counts bytes).
+TCGD_HOST_DEVICE constexpr uint32_t dtypeBytes(Dtype d) {
+  switch (d) {
+    case Dtype::kFloat32: case Dtype::kInt32: case Dtype::kUInt32: return 4;
+    case Dtype::kFloat16: case Dtype::kBFloat16: case Dtype::kInt16: case Dtype::kUInt16: return 2;
+    case Dtype::kFloat64: case Dtype::kInt64: case Dtype::kUInt64: return 8;
+    default: return 1;
+  }
+}
+
+TCGD_HOST_DEVICE constexpr bool dtypeIsFloat(Dtype d) {
+  return d == Dtype::kFloat32 || d == Dtype::kFloat16 || d == Dtype::kBFloat16 ||
+         d == Dtype::kFloat64 || d == Dtype::kFloat8E4M3 || d == Dtype::kFloat8E5M2;
+}
+
+// ---- the content hash ----------------------------------------------------
+// The range's bytes as little-endian 64-bit words w_j (j = 0, 1, ... from the
+// range's first byte; the last word zero-padded). The hash is the wrapping
+// sum over j of wordHash(j, w_j): a sum, so chunks and blocks add their parts
+// in any order and the result does not depend on how the work was split.
+// Two ranges with equal bytes and equal length have equal hashes; the length
+// is stored beside it (a range of 5 zero bytes and one of 8 share a hash).
+TCGD_HOST_DEVICE constexpr uint64_t fmix64(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ull;
+  k ^= k >> 33;
+  return k;
+}
+TCGD_HOST_DEVICE constexpr uint64_t wordHash(uint64_t j, uint64_t w) {
+  return fmix64(w ^ (j * 0x9e3779b97f4a7c15ull) ^ 0x5bd1e9955bd1e995ull);
+}
+
+// ---- the launch ----------------------------------------------------------
+
+// Chunk size of the partial fingerprints: a multiple of 8 (no element and no
+// hash word straddles two chunks). Part of the format: the sum and the sum of
+// squares are added in chunk order, so a different size would change their
+// last bits.
+inline constexpr uint64_t kChunkBytes = 256u << 10;
+
+// Ranges in one fingerprint launch. A probed launch with more is
+// fingerprinted by several launches (every one on the launch's stream).
+inline constexpr uint32_t kMaxRangesPerLaunch = 96;
+
+// The kernel's one entry point (extern "C", in the embedded fatbin).
+inline constexpr const char* kFingerprintKernelName = "tcgd_fingerprint";
+// Threads per block the agent launches it with.
+inline constexpr uint32_t kFingerprintBlockThreads = 256;
+
+struct FingerprintRange {
+  uint64_t ptr;          // device address of the range's first byte
+  uint64_t bytes;        // bytes to fingerprint (0: an empty range, one slot)
+  uint32_t first_chunk;  // this range's first chunk among the launch's chunks
+  uint32_t chunks;       // max(1, ceil(bytes / kChunkBytes))
+  uint16_t index;        // the range's index within its site (ObservationSlot::range)
+  uint8_t dtype;         // Dtype
+  uint8_t reserved;
+  uint32_t reserved2;
+};
+static_assert(sizeof(FingerprintRange) == 32);
+
+// Per captured site, in device memory, zeroed before the capture uses it.
+// The kernel counts its own executions: every block reads `exec` when it
+// starts; the last block to finish (by `done`) resets `done` and increments
+// `exec`. Executions of one node are serialized (a graph exec never runs
+// concurrently with itself), so all blocks of one execution agree on it.
+struct SiteState {
+  uint32_t exec;
+  uint32_t done;
+};
+static_assert(sizeof(SiteState) == 8);
+
+// Passed by value: these are the kernel's parameters (at most 4 KiB).
+struct FingerprintParams {
+  uint64_t site;         // the site id (ObservationSlot::site)
+  uint64_t slots;        // device address of ring slot 0 (mapped host memory)
+  uint64_t ring_host;    // device address of the ring's ObservationRingHost
+  uint64_t ring_device;  // device address of the ring's ObservationRingDevice
+  uint64_t site_state;   // device address of the site's SiteState; 0 for an eager launch
+  uint64_t capacity;     // ring slots, a power of two
+  uint32_t replay_first; // executions outside [replay_first, replay_last] write nothing
+  uint32_t replay_last;  // (eager: 0 and 0xffffffff)
+  uint32_t total_chunks; // sum of the ranges' chunks
+  uint32_t range_count;  // 1..kMaxRangesPerLaunch
+  FingerprintRange ranges[kMaxRangesPerLaunch];
+};
+static_assert(sizeof(FingerprintParams) <= 4096);
+
+// ---- the observation ring --------------------------------------------------
+
+// Slot flags.
+inline constexpr uint32_t kSlotHashOnly = 1;      // dtype unknown: hash and bytes only
+inline constexpr uint32_t kSlotSkippedReplay = 2; // reserved (never written today)
+
+// One chunk's partial fingerprint: 128 bytes, written by one thread; every
+// field first, then __threadfence_system(), then `commit`.
+struct ObservationSlot {
+  uint64_t site;
+  uint32_t exec;        // the site's execution index (its replay; 0 eager)
+  uint32_t range;       // FingerprintRange::index
+  uint32_t chunk;       // chunk index within the range, 0..chunks-1
+  uint32_t chunks;      // the range's chunk count
+  uint32_t dtype;       // Dtype
+  uint32_t flags;       // kSlot*
+  uint64_t elements;    // whole elements in this chunk (bytes for kUnknown)
+  uint64_t hash;        // sum of wordHash over the chunk's words (wrapping)
+  uint64_t nan;         // float dtypes: NaN elements
+  uint64_t pos_inf;     // float dtypes: +Inf elements
+  uint64_t neg_inf;     // float dtypes: -Inf elements
+  uint64_t zero;        // elements equal to zero (-0.0 included; bool: false)
+  double minimum;       // over finite elements; +Inf when none
+  double maximum;       // over finite elements; -Inf when none
+  double sum;           // over finite elements, in double
+  double sum_squares;   // over finite elements, in double
+  uint64_t first_nonfinite;  // element index within the range of the first NaN/Inf; ~0 none
+  uint64_t commit;      // the slot's sequence + 1; written last
+};
+static_assert(sizeof(ObservationSlot) == 128);
+
+inline constexpr uint64_t kNoIndex = ~uint64_t{0};
+
+// Drop marks: a dropping thread takes d = ObservationRingDevice::drops++ and
+// stores d + 1 into drop_marks[d % kDropMarks]. Each mark only grows, so the
+// largest mark is the number of dropped slots whose mark reached host
+// memory: every drop, once the GPU's writes have landed.
+inline constexpr uint32_t kDropMarks = 256;
+
+// Host side of one ring: the first 4 KiB page of the ring's region (the
+// slots follow, page-aligned). In the channel's memfd: the recorder maps it
+// too and what the GPU wrote survives the job.
+struct ObservationRingHost {
+  uint64_t magic;           // kObservationRingMagic
+  uint64_t capacity;        // slots, a power of two
+  uint64_t slots_offset;    // bytes from this header to slot 0
+  uint64_t reserved[5];
+  // Written by the recorder only: every slot sequence below it has been read
+  // and its slot may be written again. The GPU reads it (a volatile load
+  // across the bus) only when the ring looks full.
+  alignas(64) volatile uint64_t consumer;
+  alignas(64) volatile uint64_t drop_marks[kDropMarks];
+};
+static_assert(sizeof(ObservationRingHost) <= 4096);
+inline constexpr uint64_t kObservationRingMagic = 0x31474e4952544754ull;  // "TGTRING1"
+inline constexpr uint64_t kObservationRingHeaderBytes = 4096;
+
+// Device side of one ring, in device memory (the agent allocates and zeroes
+// it). A slot is claimed by compare-and-swap on `claimed` only while
+// claimed - consumer < capacity, so every claimed slot is written and the
+// recorder never waits for a hole; a full ring drops the slot and marks it.
+struct ObservationRingDevice {
+  unsigned long long claimed;         // next slot sequence
+  unsigned long long known_consumer;  // the last ObservationRingHost::consumer read
+  unsigned long long drops;           // slots dropped
+  unsigned long long reserved[5];
+};
+static_assert(sizeof(ObservationRingDevice) == 64);
+
+}  // namespace tcgd::tensor

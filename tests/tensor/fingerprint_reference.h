@@ -1,0 +1,42 @@
+// A CPU implementation of tcgd's fingerprint kernel (collectors/tensor/
+// fingerprint.cu), written from the contract in collectors/tensor/
+// fingerprint_abi.h and not from the kernel's code. Tests use it three ways:
+// the GPU check (tests/gpu/fingerprint_check) compares the kernel's slots
+// with it; the fake CUDA driver (tests/fake_cuda) runs it when a CPU test
+// launches the fingerprint kernel; unit tests pin the contract (chunking,
+// hash independence, NaN/Inf rules).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "collectors/tensor/fingerprint_abi.h"
+#include "collectors/tensor/observation.h"
+
+namespace tcgd::tensor::reference {
+
+// The partials of one range, one per chunk, in chunk order, exactly as the
+// kernel must write them (commit left 0): `bytes` bytes at `data` (host
+// memory) of dtype `dtype`, for `site`, execution `exec`, range `range`.
+std::vector<ObservationSlot> partials(const void* data, uint64_t bytes, Dtype dtype,
+                                      uint64_t site, uint32_t exec, uint16_t range);
+
+// The whole range at once: partials() combined in chunk order.
+Observation observe(const void* data, uint64_t bytes, Dtype dtype);
+
+// What one execution of a fingerprint launch writes: for each range of
+// `params` (whose `ptr` fields are host addresses here), partials() in range
+// order, unless `exec` is outside [replay_first, replay_last] (then none).
+std::vector<ObservationSlot> launchSlots(const FingerprintParams& params, uint32_t exec);
+
+// Runs one execution of a fingerprint launch the way the kernel does, on
+// host memory that stands for the device: reads the SiteState at
+// params.site_state (if not 0) for the execution index and advances it,
+// claims slots from the ObservationRingDevice at params.ring_device against
+// the consumer position of the ObservationRingHost at params.ring_host,
+// writes each slot (commit last) into params.slots, and marks drops. Every
+// address in `params` is a host address. The fake CUDA driver calls this
+// for cuLaunchKernel of the fingerprint function.
+void execute(const FingerprintParams& params);
+
+}  // namespace tcgd::tensor::reference
