@@ -119,6 +119,12 @@ void Bundle::absorb(const bundle::Frame& frame, uint64_t offset, const LoadOptio
       frames_after_trailer_ = 0;
       trailer_ = frame.trailer();
       return;
+    case bundle::Frame::kTensorKernel:
+    case bundle::Frame::kTensorSites:
+    case bundle::Frame::kTensorObservations:
+    case bundle::Frame::kTensorCounters:
+      // Tensor frames: read by the tensor analyses when they stream the file.
+      return;
     case bundle::Frame::BODY_NOT_SET:
       // A frame kind added by a newer writer of the same format version:
       // readers skip what they do not know (bundle.proto's growth rule).

@@ -21,6 +21,10 @@ const char* frameTypeName(const bundle::Frame& frame) {
     case bundle::Frame::kProvenance: return "provenance";
     case bundle::Frame::kModules: return "modules";
     case bundle::Frame::kTrailer: return "trailer";
+    case bundle::Frame::kTensorKernel: return "tensor_kernel";
+    case bundle::Frame::kTensorSites: return "tensor_sites";
+    case bundle::Frame::kTensorObservations: return "tensor_observations";
+    case bundle::Frame::kTensorCounters: return "tensor_counters";
     case bundle::Frame::BODY_NOT_SET: break;
   }
   return "unknown";
