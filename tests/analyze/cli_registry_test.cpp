@@ -1,12 +1,12 @@
-// The command registry (tools/analyze/cli.h): nested verb groups, options,
+// The command registry (tools/analyze/cli/cli.h): nested verb groups, options,
 // help at every level and usage errors, without running a bundle command.
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <cstdio>
 
 #include <gtest/gtest.h>
 
-#include "commands.h"
+#include "commands/commands.h"
 
 namespace tcgd::analyze {
 namespace {

@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "cli.h"
-#include "compare_points.h"
+#include "cli/cli.h"
+#include "memory/compare_points.h"
 #include "memory_bundle_builder.h"
 #include "mini_json.h"
 #include "run_tool.h"

@@ -12,7 +12,7 @@
 
 #include "bundle_reader.h"
 #include "bundle_writer.h"
-#include "group.h"
+#include "memory/group.h"
 #include "memory_bundle_builder.h"
 #include "mini_json.h"
 #include "run_tool.h"

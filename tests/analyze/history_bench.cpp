@@ -1,4 +1,4 @@
-// How fast the memory history is built (tools/analyze/memory_history.h) from
+// How fast the memory history is built (tools/analyze/model/memory_history.h) from
 // 1 M decoded records held in memory (no file reading or batch decoding), and
 // how fast a lifetime-style pass (pair each allocation with its free) walks
 // the built events. Not run by CI:
@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "bundle.h"
-#include "memory_history.h"
+#include "bundle/bundle.h"
+#include "model/memory_history.h"
 #include "training_mix.h"
 
 namespace tcgd::analyze::testing {

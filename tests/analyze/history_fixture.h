@@ -10,9 +10,9 @@
 #include <memory>
 #include <string>
 
-#include "bundle.h"
+#include "bundle/bundle.h"
 #include "memory_bundle_builder.h"
-#include "memory_history.h"
+#include "model/memory_history.h"
 #include "synthetic_bundle.h"
 
 namespace tcgd::analyze::testing {

@@ -1,5 +1,5 @@
-// The streaming JSON writer (tools/analyze/json_writer.h).
-#include "json_writer.h"
+// The streaming JSON writer (tools/analyze/report/json_writer.h).
+#include "report/json_writer.h"
 
 #include <cmath>
 #include <cstdint>

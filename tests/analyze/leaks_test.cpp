@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "cli.h"
-#include "leaks.h"
+#include "cli/cli.h"
+#include "memory/leaks.h"
 #include "memory_bundle_builder.h"
 #include "mini_json.h"
 #include "run_tool.h"

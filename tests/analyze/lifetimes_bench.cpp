@@ -1,4 +1,4 @@
-// Lifetime reconstruction (tools/analyze/lifetimes.h) on 10 M memory events
+// Lifetime reconstruction (tools/analyze/memory/lifetimes.h) on 10 M memory events
 // generated in memory, side by side with building the history those events
 // come from (memory_history.h). Issue target: >= 10 M events/s on one core.
 // Not run by CI:
@@ -13,9 +13,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "bundle.h"
-#include "lifetimes.h"
-#include "memory_history.h"
+#include "bundle/bundle.h"
+#include "memory/lifetimes.h"
+#include "model/memory_history.h"
 #include "training_mix.h"
 
 namespace tcgd::analyze::testing {

@@ -1,8 +1,8 @@
-// Allocation lifetimes and growth attribution (tools/analyze/lifetimes.h,
+// Allocation lifetimes and growth attribution (tools/analyze/memory/lifetimes.h,
 // attribute.h) on synthetic bundles (address reuse, expandable segments,
 // drops, stacks, survivors), and `memory allocation-lifetimes` / `memory
 // attribute` on the golden bundles recorded on the H200 against truth.json.
-#include "lifetimes.h"
+#include "memory/lifetimes.h"
 
 #include <gtest/gtest.h>
 
@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "attribute.h"
-#include "bundle.h"
-#include "cli.h"
+#include "memory/attribute.h"
+#include "bundle/bundle.h"
+#include "cli/cli.h"
 #include "history_fixture.h"
 #include "memory_bundle_builder.h"
-#include "memory_history.h"
+#include "model/memory_history.h"
 #include "mini_json.h"
 #include "run_tool.h"
 #include "synthetic_bundle.h"

@@ -1,7 +1,7 @@
-// The memory history model (tools/analyze/memory_history.h) on synthetic
+// The memory history model (tools/analyze/model/memory_history.h) on synthetic
 // bundles, and `tcgd-analyze memory timeline` on them and on the golden
 // bundles recorded on the H200 (tests/golden/memory/).
-#include "memory_history.h"
+#include "model/memory_history.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "bundle.h"
-#include "cli.h"
+#include "bundle/bundle.h"
+#include "cli/cli.h"
 #include "history_fixture.h"
 #include "memory_bundle_builder.h"
 #include "mini_json.h"

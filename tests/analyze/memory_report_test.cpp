@@ -1,5 +1,5 @@
-// `tcgd-analyze memory report` (report_command.cpp, html_report.h) and
-// `tcgd-analyze export perfetto` (perfetto_export.h) on the golden bundles
+// `tcgd-analyze memory report` (commands/memory/report.cpp, html_report.h) and
+// `tcgd-analyze export perfetto` (export/perfetto.h) on the golden bundles
 // recorded on the H200 (tests/golden/memory/) and on synthetic bundles.
 #include <gtest/gtest.h>
 

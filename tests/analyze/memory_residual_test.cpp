@@ -1,7 +1,7 @@
 // `tcgd-analyze memory summary`: the residual (CUDA used - reserved) split
 // into memory outside the allocator by library, other processes and the
 // rest, on synthetic bundles whose driver records are replayed
-// (tools/analyze/residual.h).
+// (tools/analyze/model/driver_memory_replay.h).
 #include <gtest/gtest.h>
 
 #include <cstdint>

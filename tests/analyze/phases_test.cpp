@@ -9,10 +9,10 @@
 
 #include <gtest/gtest.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "memory_bundle_builder.h"
 #include "mini_json.h"
-#include "phases.h"
+#include "memory/phases.h"
 #include "run_tool.h"
 #include "synthetic_bundle.h"
 

@@ -1,5 +1,5 @@
-// Word descriptors of record-type schemas (tools/analyze/record_schema.h).
-#include "record_schema.h"
+// Word descriptors of record-type schemas (tools/analyze/bundle/record_schema.h).
+#include "bundle/record_schema.h"
 
 #include <gtest/gtest.h>
 

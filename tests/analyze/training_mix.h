@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "bundle.h"
+#include "bundle/bundle.h"
 #include "memory_bundle_builder.h"
 #include "synthetic_bundle.h"
 

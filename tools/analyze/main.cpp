@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "cli.h"
-#include "commands.h"
+#include "cli/cli.h"
+#include "commands/commands.h"
 
 int main(int argc, char** argv) {
   using namespace tcgd::analyze;

@@ -1,0 +1,22 @@
+#include "commands/commands.h"
+
+namespace tcgd::analyze {
+
+void registerBuiltinCommands(CommandRegistry& registry) {
+  registerInfoCommand(registry);
+  registerValidateCommand(registry);
+  registerDumpCommand(registry);
+  registerMemoryCommands(registry);
+  registerCompareCommand(registry);
+  registerMemoryStacksCommand(registry);
+  registerTimelineCommand(registry);
+  registerLifetimesCommand(registry);
+  registerAttributeCommand(registry);
+  registerComparePhasesCommand(registry);
+  registerLeaksCommand(registry);
+  registerMemoryReportCommand(registry);
+  registerExportCommands(registry);
+  registerGroupCommands(registry);
+}
+
+}  // namespace tcgd::analyze
