@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent.h"
@@ -225,6 +226,25 @@ void registerExitHandlers() {
 
 // ---- start ---------------------------------------------------------------
 
+// The configuration value in force for `key` ("" when the table has none).
+std::string_view inForce(const Config& config, std::string_view key) {
+  for (const auto& [k, v] : config.in_force)
+    if (k == key) return v;
+  return {};
+}
+
+// Bytes of the channel's observation region: one ring header page and
+// TCGD_TENSOR_SLOTS slots of 128 bytes when tensor probes are on, else 0
+// (collectors/tensor/fingerprint_abi.h).
+uint64_t observationBytes(const Config& config) {
+  const std::string_view rules = inForce(config, "TCGD_TENSOR");
+  if (rules.empty() || rules == "off") return 0;
+  const std::string_view text = inForce(config, "TCGD_TENSOR_SLOTS");
+  uint64_t slots = 65536;
+  if (!text.empty()) slots = std::strtoull(std::string(text).c_str(), nullptr, 10);
+  return 4096 + slots * 128;
+}
+
 bool refuse(const std::string& why) {
   reportError(why + "; this job runs on without recording");
   return false;
@@ -260,7 +280,9 @@ bool doStart() {
   if (!s) return refuse(s.message());
 
   Channel fresh;
-  s = Channel::create(channel::ChannelOptions{config.ring_records, config.payload_slots}, &fresh);
+  s = Channel::create(
+      channel::ChannelOptions{config.ring_records, config.payload_slots, observationBytes(config)},
+      &fresh);
   if (!s) return refuse("cannot create the channel: " + s.message());
   s = spawnRecorder(recorder, fresh, kRecorderAttachTimeoutMs);
   if (!s) return refuse("cannot start the recorder: " + s.message());

@@ -183,9 +183,20 @@ uint32_t stacksMode() {
 
 // ---- the function table the bridge emits through ---------------------------
 
+std::atomic<AllocatorObserverFn> g_allocator_observer{nullptr};
+// Set once the observer received the blocks allocated before the tracker
+// attached: from then on it knows every live block.
+std::atomic<bool> g_observer_seeded{false};
+
 int apiEmit(uint16_t type, uint8_t record_class, uint8_t flags, uint64_t a0, uint64_t a1,
             uint64_t a2, uint64_t a3, uint64_t a4) {
   if (record_class >= static_cast<uint8_t>(RecordClass::kCount)) return 0;
+  // Trace records (a0 address, a1 size) first go to the observer, which
+  // keeps its own view of the live blocks; acquire pairs with the setter.
+  if (type >= torchbridge::kRecordTraceBase && type <= torchbridge::kRecordTraceLast) {
+    if (AllocatorObserverFn observe = g_allocator_observer.load(std::memory_order_acquire))
+      observe(type, a0, a1);
+  }
   return emit(type, static_cast<RecordClass>(record_class), flags, a0, a1, a2, a3, a4) ? 1 : 0;
 }
 
@@ -428,6 +439,27 @@ bool loadBridge() {
   return true;
 }
 
+void visitLiveBlock(void*, uint64_t address, uint64_t requested, int32_t) {
+  if (AllocatorObserverFn observe = g_allocator_observer.load(std::memory_order_acquire))
+    observe(torchbridge::kRecordAlloc, address, requested);
+}
+
+// The blocks allocated before the tracker attached, once, on this helper
+// thread (the bridge takes each device's allocator mutex in turn). Events
+// between the attach and the snapshot reach the observer twice at worst
+// (an insert of the same block is idempotent).
+void seedAllocatorObserver(const TcgdBridgeApi* bridge) {
+  if (g_allocator_observer.load(std::memory_order_acquire) == nullptr) return;
+  if (bridge->struct_size < TCGD_BRIDGE_SIZE_THROUGH(TcgdBridgeApi, live_blocks) ||
+      bridge->live_blocks == nullptr)
+    return;
+  if (!enterBackground()) return;
+  const int64_t seeded = bridge->live_blocks(visitLiveBlock, nullptr);
+  leaveBackground();
+  if (seeded >= 0) g_observer_seeded.store(true, std::memory_order_release);
+  logger().debug("allocator observer seeded with {} live blocks", seeded);
+}
+
 // Returns the state to leave behind.
 TorchBridgeState pollAttach(const TcgdBridgeApi* bridge) {
   const uint64_t deadline = coarseNowNs() + kAttachBudgetNs;
@@ -437,6 +469,7 @@ TorchBridgeState pollAttach(const TcgdBridgeApi* bridge) {
     leaveBackground();
     switch (attached) {
       case TCGD_ATTACH_ATTACHED:
+        seedAllocatorObserver(bridge);
         return TorchBridgeState::kAttached;
       case TCGD_ATTACH_UNAVAILABLE:
         return TorchBridgeState::kOff;  // the bridge said why; snapshots may still work
@@ -582,6 +615,14 @@ bool torchTakeOomPending(int64_t* device) {
   if (device != nullptr) *device = g_oom_device.load(std::memory_order_relaxed);
   return true;
 }
+
+void setAllocatorObserver(AllocatorObserverFn fn) {
+  // release: the observer's own state, set up before, is visible to the
+  // allocator threads that load it with acquire.
+  g_allocator_observer.store(fn, std::memory_order_release);
+}
+
+bool allocatorObserverSeeded() { return g_observer_seeded.load(std::memory_order_acquire); }
 
 TorchBridgeState torchBridgeState() {
   return static_cast<TorchBridgeState>(g_state.load(std::memory_order_acquire));

@@ -64,4 +64,17 @@ enum class TorchBridgeState : uint8_t {
 // Where the decision stands (for diagnostics and tests).
 TorchBridgeState torchBridgeState();
 
+// Sees every allocator trace event the bridge emits (type kRecordAlloc ...
+// of collectors/torch/torch_records.h, the block's address and the trace
+// entry's size), on the allocator's thread under its lock, before the
+// record is pushed: lock-free and allocation-free. Right after the tracker
+// attaches it also receives one kRecordAlloc per block allocated before
+// (from one allocator snapshot). One slot, set once (the tensor probes).
+// Set it before the tracker attaches (the tensor probes do, at the first
+// driver allocation): blocks are seeded only at the attach.
+using AllocatorObserverFn = void (*)(uint16_t type, uint64_t address, uint64_t size);
+void setAllocatorObserver(AllocatorObserverFn fn);
+// True once the observer was seeded: it has seen every live block.
+bool allocatorObserverSeeded();
+
 }  // namespace tcgd::agent

@@ -42,6 +42,18 @@ const agent::RecordTypeInfo kCollectorTypes[] = {
      {"stack:blob", "alloc_type:u16,frames:u8,status:u8,truncated:u8", "object:hex", "hash:hex",
       ""},
      nullptr},
+    {kRecordTensorSite, RecordClass::kTensor, "tensor_site",
+     {"data:blob", "site:u64", "function:hex", "invocation:u64", "stream:hex"}, "kind:u8"},
+    {kRecordTensorKernel, RecordClass::kTensor, "tensor_kernel",
+     {"function:hex", "name:blob", "layout:blob", "params:u16,dtype:u8,family:u8,rules:u32",
+      "param_status:u32"},
+     nullptr},
+    {kRecordTensorStatus, RecordClass::kTensor, "tensor_status",
+     {"status:u32", "detail:blob", "device:i32", "device_bytes:u64", "slots:u64"}, nullptr},
+    {kRecordTensorCaptureBegin, RecordClass::kTensor, "tensor_capture_begin",
+     {"ordinal:u64", "capture_id:u64", "stream:hex", "", ""}, nullptr},
+    {kRecordTensorCaptureEnd, RecordClass::kTensor, "tensor_capture_end",
+     {"ordinal:u64", "capture_id:u64", "graph:hex", "launches:u64", "sites:u64"}, nullptr},
 };
 
 [[maybe_unused]] const bool kRegistered = [] {

@@ -91,4 +91,32 @@ enum class NativeStackStatus : uint8_t {
   kEmpty = 5,        // no frame outside libtcgd.so
 };
 
+// ---- tensor probes (1300..1339; collectors/tensor, docs/tensor.md) ----
+// One probed launch: a0 data:blob (BlobKind::kTensorSite, proto/
+// tensor_site_blob.h), a1 site:u64, a2 function:hex, a3 invocation:u64,
+// a4 stream:hex; flags kind:u8 (proto::SiteKind). The recorder turns the
+// blob into a TensorSite frame of the tensor bundle.
+inline constexpr uint16_t kRecordTensorSite = 1300;
+// A kernel as first probed: a0 function:hex, a1 name:blob (as the driver
+// names it), a2 layout:blob (BlobKind::kTensorLayout: u32 offset, u32 size
+// per parameter), a3 "params:u16,dtype:u8,family:u8,rules:u32",
+// a4 param_status:u32.
+inline constexpr uint16_t kRecordTensorKernel = 1301;
+// What the tensor probes could or could not do: a0 status:u32
+// (TensorStatus), a1 detail:blob, a2 device:i32, a3 device_bytes:u64 (device
+// memory tcgd took), a4 slots:u64 (observation ring capacity).
+inline constexpr uint16_t kRecordTensorStatus = 1302;
+// A stream capture began: a0 ordinal:u64 (the process's captures from 0),
+// a1 capture_id:u64 (CUDA's), a2 stream:hex.
+inline constexpr uint16_t kRecordTensorCaptureBegin = 1303;
+// It ended: a0 ordinal:u64, a1 capture_id:u64, a2 graph:hex, a3 launches:u64
+// (kernel launches, copies and sets captured), a4 sites:u64 (of them probed).
+inline constexpr uint16_t kRecordTensorCaptureEnd = 1304;
+
+enum class TensorStatus : uint32_t {
+  kReady = 1,        // fingerprint module loaded, ring registered: probes on
+  kUnavailable = 2,  // probes off for this process: detail says why
+  kConfigured = 3,   // TCGD_TENSOR parsed: detail holds the rules in force
+};
+
 }  // namespace tcgd::collectors

@@ -1,6 +1,7 @@
 #include "interpose/words.h"
 
 #include "collectors/graph/launch_collector.h"
+#include "collectors/tensor/tensor_collector.h"
 #include "interpose/real_functions.h"
 
 namespace tcgd::interpose::w {
@@ -69,6 +70,15 @@ uint64_t instantiateFlags(const CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
   return params != nullptr ? params->flags : 0;
 }
 
+uint64_t nodeFunction(const CUDA_KERNEL_NODE_PARAMS* params) {
+  if (params == nullptr) return 0;
+  return params->func != nullptr ? u(params->func) : u(params->kern);
+}
+
+uint32_t updateResult(const CUgraphExecUpdateResultInfo* info) {
+  return info != nullptr ? static_cast<uint32_t>(info->result) : 0;
+}
+
 int captureBegan(CUresult result) {
   collectors::captureTracker().began(static_cast<int>(result));
   return 0;
@@ -97,5 +107,62 @@ int noteKernel(CUfunction function) {
   collectors::noteKernelLaunch(u(function), kDriverNames);
   return 0;
 }
+
+namespace tensor = collectors::tensor;
+
+int tensorLaunch(CUresult result, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                 unsigned by, unsigned bz, unsigned shared_mem, CUstream stream, void** params,
+                 void** extra, bool per_thread, bool cooperative) {
+  if (result != CUDA_SUCCESS || !tensor::enabled()) return 0;
+  tensor::KernelLaunch l;
+  l.function = f;
+  l.grid[0] = gx, l.grid[1] = gy, l.grid[2] = gz;
+  l.block[0] = bx, l.block[1] = by, l.block[2] = bz;
+  l.shared_mem = shared_mem;
+  l.stream = stream;
+  l.per_thread = per_thread;
+  l.cooperative = cooperative;
+  l.params = params;
+  l.extra = extra;
+  return tensor::kernelLaunched(l, result);
+}
+
+int tensorLaunchEx(CUresult result, const CUlaunchConfig* config, CUfunction f, void** params,
+                   void** extra, bool per_thread) {
+  if (result != CUDA_SUCCESS || config == nullptr || !tensor::enabled()) return 0;
+  bool cooperative = false;
+  for (unsigned i = 0; i < config->numAttrs && config->attrs != nullptr; ++i)
+    if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && config->attrs[i].value.cooperative != 0)
+      cooperative = true;
+  return tensorLaunch(result, f, config->gridDimX, config->gridDimY, config->gridDimZ,
+                      config->blockDimX, config->blockDimY, config->blockDimZ,
+                      config->sharedMemBytes, config->hStream, params, extra, per_thread,
+                      cooperative);
+}
+
+int tensorCopy(CUresult result, CUdeviceptr dst, uint64_t src, size_t bytes, CUstream stream,
+               uint32_t kind, bool per_thread) {
+  if (result != CUDA_SUCCESS || !tensor::enabled()) return 0;
+  return tensor::copyEnqueued(dst, src, bytes, static_cast<tensor::CopyKind>(kind), stream,
+                              per_thread, result);
+}
+
+int tensorSet(CUresult result, CUdeviceptr dst, uint32_t value, uint32_t element_bytes, size_t count,
+              CUstream stream, bool per_thread) {
+  if (result != CUDA_SUCCESS || !tensor::enabled()) return 0;
+  return tensor::setEnqueued(dst, value, element_bytes, count, stream, per_thread, result);
+}
+
+int tensorCaptureBegan(CUstream stream, bool per_thread, CUresult result) {
+  return tensor::captureBegan(stream, per_thread, result);
+}
+
+int tensorCaptureEnded(CUstream stream, uint64_t graph, CUresult result) {
+  return tensor::captureEnded(stream, graph, result);
+}
+
+int tensorManualNode(CUresult result) { return tensor::manualKernelNode(result); }
+
+int tensorExecUpdated(CUresult result) { return tensor::graphExecUpdated(result); }
 
 }  // namespace tcgd::interpose::w

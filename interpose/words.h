@@ -70,10 +70,31 @@ uint32_t instantiateResult(const CUDA_GRAPH_INSTANTIATE_PARAMS* params);
 uint64_t uploadStream(const CUDA_GRAPH_INSTANTIATE_PARAMS* params);
 uint64_t instantiateFlags(const CUDA_GRAPH_INSTANTIATE_PARAMS* params);
 
+// cuGraphAddKernelNode_v2's kernel (func, or kern when func is null).
+uint64_t nodeFunction(const CUDA_KERNEL_NODE_PARAMS* params);
+// cuGraphExecUpdate_v2's result (0 for null).
+uint32_t updateResult(const CUgraphExecUpdateResultInfo* info);
+
 // Post actions (they return 0 so hooks.def can use them as expressions).
 int captureBegan(CUresult result);
 int captureEnded(CUresult result);
 // Sends the kernel's name the first time this session sees the handle.
 int noteKernel(CUfunction function);
+
+// The tensor probes (collectors/tensor/tensor_collector.h); each costs one
+// load when TCGD_TENSOR is off. `per_thread`: a _ptsz entry point.
+int tensorLaunch(CUresult result, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                 unsigned by, unsigned bz, unsigned shared_mem, CUstream stream, void** params,
+                 void** extra, bool per_thread, bool cooperative);
+int tensorLaunchEx(CUresult result, const CUlaunchConfig* config, CUfunction f, void** params,
+                   void** extra, bool per_thread);
+int tensorCopy(CUresult result, CUdeviceptr dst, uint64_t src, size_t bytes, CUstream stream,
+               uint32_t kind, bool per_thread);
+int tensorSet(CUresult result, CUdeviceptr dst, uint32_t value, uint32_t element_bytes, size_t count,
+              CUstream stream, bool per_thread);
+int tensorCaptureBegan(CUstream stream, bool per_thread, CUresult result);
+int tensorCaptureEnded(CUstream stream, uint64_t graph, CUresult result);
+int tensorManualNode(CUresult result);
+int tensorExecUpdated(CUresult result);
 
 }  // namespace tcgd::interpose::w

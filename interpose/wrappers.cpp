@@ -18,6 +18,7 @@
 #include "collectors/memory/driver_memory.h"
 #include "collectors/memory/native_stacks.h"  // hooks.def: stacks of allocations
 #include "collectors/points/points.h"  // automatic points in hooks.def's post actions
+#include "collectors/tensor/tensor_collector.h"  // the live-allocation maps
 #include "emit.h"
 #include "interpose/cuda_api.h"
 #include "interpose/guard.h"
@@ -98,6 +99,9 @@ using namespace tcgd::interpose;
         [[maybe_unused]] const ret result{};                                                    \
         emitWords(type, kClass, kFlagPending, TCGD_WORD_EXPR(w0), TCGD_WORD_EXPR(w1),           \
                   TCGD_WORD_EXPR(w2), TCGD_WORD_EXPR(w3), TCGD_WORD_EXPR(w4));                  \
+        if constexpr (kClass == channel::RecordClass::kDriverMemory)                            \
+          collectors::tensor::driverMemoryRecord(type, TCGD_WORD_EXPR(w0), TCGD_WORD_EXPR(w1),  \
+                                                 TCGD_WORD_EXPR(w2), caller);                   \
       }                                                                                         \
       const ret result = real args;                                                             \
       if (result != ret{}) {                                                                    \
@@ -110,7 +114,11 @@ using namespace tcgd::interpose;
       (void)(post);                                                                             \
       emitWords(type, kClass, 0, TCGD_WORD_EXPR(w0), TCGD_WORD_EXPR(w1), TCGD_WORD_EXPR(w2),    \
                 TCGD_WORD_EXPR(w3), TCGD_WORD_EXPR(w4));                                        \
-      if constexpr (kClass == channel::RecordClass::kDriverMemory) agent::torchMaybeAttach();   \
+      if constexpr (kClass == channel::RecordClass::kDriverMemory) {                            \
+        collectors::tensor::driverMemoryRecord(type, TCGD_WORD_EXPR(w0), TCGD_WORD_EXPR(w1),    \
+                                               TCGD_WORD_EXPR(w2), caller);                     \
+        agent::torchMaybeAttach();                                                              \
+      }                                                                                         \
       errno = saved_errno;                                                                      \
       return result;                                                                            \
     }                                                                                           \

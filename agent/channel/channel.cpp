@@ -58,7 +58,13 @@ Status Channel::create(const ChannelOptions& options, Channel* out) {
   const uint64_t header_bytes = roundUp(sizeof(ChannelHeader), 4096);
   const uint64_t records_bytes = options.record_capacity * kSlotBytes;
   const uint64_t payload_bytes = options.payload_capacity * kSlotBytes;
-  const uint64_t total = header_bytes + records_bytes + payload_bytes;
+  if (options.observation_bytes % 4096 != 0)
+    return Status::error("the observation region must be a multiple of 4096 bytes");
+  // Page-aligned: the job registers it with the CUDA driver on its own.
+  const uint64_t observation_offset = roundUp(header_bytes + records_bytes + payload_bytes, 4096);
+  const uint64_t total = options.observation_bytes != 0
+                             ? observation_offset + options.observation_bytes
+                             : header_bytes + records_bytes + payload_bytes;
 
   const int fd = memfd_create("tcgd-channel", MFD_CLOEXEC);
   if (fd < 0) return Status::error(errnoText("memfd_create"));
@@ -92,6 +98,9 @@ Status Channel::create(const ChannelOptions& options, Channel* out) {
   header->end_reason.store(0, std::memory_order_relaxed);
   header->end_detail.store(0, std::memory_order_relaxed);
   for (auto& d : header->drops) d.store(0, std::memory_order_relaxed);
+  header->observation_offset = options.observation_bytes != 0 ? observation_offset : 0;
+  header->observation_bytes = options.observation_bytes;
+  for (auto& c : header->tensor_counters) c.store(0, std::memory_order_relaxed);
 
   auto* bytes = static_cast<unsigned char*>(base);
   auto* record_slots = reinterpret_cast<Slot*>(bytes + header->records_offset);
@@ -128,7 +137,9 @@ Status Channel::attach(int fd, Channel* out) {
   if (!isPowerOfTwo(header->record_capacity) || !isPowerOfTwo(header->payload_capacity) ||
       header->total_bytes != total ||
       header->records_offset + header->record_capacity * kSlotBytes > total ||
-      header->payload_offset + header->payload_capacity * kSlotBytes > total)
+      header->payload_offset + header->payload_capacity * kSlotBytes > total ||
+      header->observation_offset + header->observation_bytes > total ||
+      header->observation_offset % 4096 != 0)
     return fail("channel layout is inconsistent");
 
   auto* bytes = static_cast<unsigned char*>(base);

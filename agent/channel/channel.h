@@ -24,7 +24,8 @@
 namespace tcgd::channel {
 
 inline constexpr uint64_t kChannelMagic = 0x314e414843444754ull;  // "TGDCHAN1"
-inline constexpr uint32_t kChannelVersion = 1;
+// 2: the observation region and the tensor counters.
+inline constexpr uint32_t kChannelVersion = 2;
 
 enum class ProducerState : uint32_t {
   kRunning = 0,
@@ -37,6 +38,10 @@ enum class ConsumerState : uint32_t {
   kFinished = 2,   // the bundle's trailer is on disk
   kFailed = 3,     // the recorder gave up (message on its stderr)
 };
+
+// Slots of ChannelHeader::tensor_counters (their meanings: TensorCounter in
+// collectors/tensor/tensor_counters.h, names stored in bundles by string).
+inline constexpr uint32_t kTensorCounterSlots = 32;
 
 struct BlobHeader {
   uint32_t length;
@@ -73,11 +78,22 @@ struct ChannelHeader {
   RingIndices payload_indices;
   // Drops per RecordClass; relaxed increments, read by the recorder.
   alignas(64) std::atomic<uint64_t> drops[static_cast<size_t>(RecordClass::kCount)];
+  // The observation region (TCGD_TENSOR): a page-aligned ObservationRingHost
+  // page and its slots (collectors/tensor/fingerprint_abi.h), written by the
+  // job's GPU through a host registration of this mapping and read by the
+  // recorder. observation_bytes is 0 when tensor probes are off.
+  uint64_t observation_offset;
+  uint64_t observation_bytes;
+  // Counters of the tensor collector (TensorCounter), relaxed increments by
+  // the job, sampled by the recorder at points and at the end.
+  alignas(64) std::atomic<uint64_t> tensor_counters[kTensorCounterSlots];
 };
 
 struct ChannelOptions {
   uint64_t record_capacity = 1u << 18;   // 256 Ki records = 16 MiB
   uint64_t payload_capacity = 1u << 16;  // 64 Ki slots = 4 MiB
+  // Bytes of the observation region (a multiple of 4096), 0 for none.
+  uint64_t observation_bytes = 0;
 };
 
 class Channel {
@@ -100,6 +116,16 @@ class Channel {
   ChannelHeader* header() const { return header_; }
   SlotRing& records() { return records_; }
   SlotRing& payload() { return payload_; }
+  // The observation region's first byte (page-aligned), or nullptr.
+  void* observationRegion() const {
+    if (header_ == nullptr || header_->observation_bytes == 0) return nullptr;
+    return reinterpret_cast<unsigned char*>(header_) + header_->observation_offset;
+  }
+  uint64_t observationBytes() const { return header_ != nullptr ? header_->observation_bytes : 0; }
+  void countTensor(uint32_t counter) {
+    if (counter >= kTensorCounterSlots) return;
+    header_->tensor_counters[counter].fetch_add(1, std::memory_order_relaxed);
+  }
 
   // ---- producer side: lock-free, allocation-free, never blocks ----
 

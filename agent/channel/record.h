@@ -121,6 +121,10 @@ enum class BlobKind : uint16_t {
   kStack = 3,     // a stack: frames, format per TCGD_MEMORY_STACKS
   kSnapshot = 4,  // an allocator snapshot (collectors/torch)
   kBinary = 5,    // opaque bytes described by the referencing record
+  // Tensor probes (collectors/tensor): written to the tensor bundle only.
+  kTensorSite = 6,    // one probed launch (proto/tensor_site_blob.h)
+  kTensorParams = 7,  // a launch's raw parameter bytes, interned
+  kTensorLayout = 8,  // a kernel's parameter layout: u32 offset, u32 size each
 };
 
 }  // namespace tcgd::channel

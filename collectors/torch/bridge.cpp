@@ -108,6 +108,7 @@ extern "C" __attribute__((visibility("default"))) int tcgd_torch_bridge_init(
   mine.torch_version = tcgd_torch_bridge_torch_version();
   mine.try_attach = apiTryAttach;
   mine.snapshot = apiSnapshot;
+  mine.live_blocks = visitLiveBlocks;
   const uint32_t filled =
       static_cast<uint32_t>(std::min<size_t>(out->struct_size, sizeof(TcgdBridgeApi)));
   mine.struct_size = filled;

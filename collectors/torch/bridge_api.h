@@ -128,6 +128,17 @@ typedef struct TcgdBridgeApi {
    * point_ordinal. Same locking rule as try_attach, and may take the GIL to
    * symbolize stacks unless TCGD_SNAPSHOT_NO_STACKS. enum TcgdSnapshotResult. */
   int (*snapshot)(uint64_t point_ordinal, uint32_t flags);
+
+  /* Appended (struct_size tells whether the peer has it): calls
+   * visit(context, address, requested_bytes, device) for every block of the
+   * caching allocator that is allocated now (every pool), from one snapshot
+   * of it. The tensor probes seed their block map with it right after the
+   * tracker attached (blocks allocated before that sent no trace event).
+   * Same locking rule as try_attach. Returns the number of blocks visited,
+   * or -1 when no snapshot could be taken. */
+  int64_t (*live_blocks)(void (*visit)(void* context, uint64_t address, uint64_t requested,
+                                       int32_t device),
+                         void* context);
 } TcgdBridgeApi;
 
 /* tcgd_torch_bridge_init() results. */

@@ -43,5 +43,6 @@ bool stacksEnabled();
 
 // snapshot_taker.cpp
 int takeSnapshot(uint64_t point_ordinal, uint32_t flags);
+int64_t visitLiveBlocks(void (*visit)(void*, uint64_t, uint64_t, int32_t), void* context);
 
 }  // namespace tcgd::torchbridge

@@ -254,4 +254,28 @@ int takeSnapshot(uint64_t point_ordinal, uint32_t flags) {
   return pushSnapshot(point_ordinal, encodeSnapshot(snapshot), SnapshotStatus::kTaken);
 }
 
+int64_t visitLiveBlocks(void (*visit)(void*, uint64_t, uint64_t, int32_t), void* context) {
+  cca::CUDAAllocator* allocator = cca::get();
+  cca::SnapshotInfo info;
+  try {
+    if (allocator == nullptr || !allocator->initialized()) return 0;
+    info = allocator->snapshot(c10::MempoolId_t{0, 0}, /*include_traces=*/false);
+  } catch (const std::exception&) {
+    return -1;  // cudaMallocAsync and pluggable allocators have no blocks
+  }
+  int64_t visited = 0;
+  for (const auto& segment : info.segments) {
+    // Blocks tile the segment in address order (as convert() above).
+    uint64_t address = segment.address;
+    for (const auto& block : segment.blocks) {
+      if (block.allocated) {
+        visit(context, address, block.requested_size, segment.device);
+        ++visited;
+      }
+      address += block.size;
+    }
+  }
+  return visited;
+}
+
 }  // namespace tcgd::torchbridge

@@ -71,6 +71,11 @@ void BundleOutput::writeModules(const std::vector<Module>& modules) {
   write(scratch_);
 }
 
+void BundleOutput::writeFrame(const bundle::Frame& frame) {
+  flushInterned();
+  write(frame);
+}
+
 Status BundleOutput::finish(bundle::Trailer* trailer) {
   flushEvents();
   flushInterned();

@@ -65,6 +65,8 @@ class BundleOutput {
   void writePoint(const bundle::Point& point);
   void writeProvenance(const bundle::Provenance& provenance);
   void writeModules(const std::vector<Module>& modules);
+  // Any other frame (the tensor bundle's), after pending interned data.
+  void writeFrame(const bundle::Frame& frame);
 
   // Flushes everything, writes the trailer and closes (fsync) the file.
   // The Trailer's `frames` is filled here.

@@ -12,6 +12,7 @@
 #include "record_counts.h"
 #include "schema_table.h"
 #include "session_info.h"
+#include "tensor_output.h"
 
 namespace tcgd::recorder {
 namespace {
@@ -55,7 +56,8 @@ void writeStderrLine(const std::string& line) {
 class Recorder::Impl {
  public:
   Impl(channel::Channel* channel, RecorderOptions options)
-      : header_(channel->header()),
+      : channel_(channel),
+        header_(channel->header()),
         records_(channel->records()),
         payload_(channel->payload()),
         options_(std::move(options)),
@@ -87,9 +89,12 @@ class Recorder::Impl {
   void startSession(const Record& r);
   void noteSessionEnd(const Record& r);
   void emit(uint64_t pos, const Record& r, uint64_t now) {
+    if (tensor_ != nullptr) tensor_->addRecord(pos, r, now);
+    if (TensorOutput::tensorOnly(r)) return;
     counts_.written(r);
     if (output_.addRecord(pos, r, now)) output_.flushEvents();
   }
+  void tensorFailed();
   std::string blobText(uint64_t id) const {
     const std::string* text = cache_.find(id);
     return text != nullptr ? *text : std::string();
@@ -102,6 +107,7 @@ class Recorder::Impl {
   void finalize(const std::string& reason, int signal, bool normal);
   void finishUnstarted(const char* message);
 
+  channel::Channel* channel_;
   channel::ChannelHeader* header_;
   channel::SlotRing& records_;
   channel::SlotRing& payload_;
@@ -122,6 +128,8 @@ class Recorder::Impl {
 
   RecordCounts counts_;
   uint64_t torn_run_end_ = UINT64_MAX;
+  // The .tcgd-tensor bundle, when the session selects tensor probes.
+  std::unique_ptr<TensorOutput> tensor_;
 
   bool session_end_seen_ = false;
   bool session_end_normal_ = false;
@@ -162,7 +170,12 @@ size_t Recorder::Impl::drainPayload(bool job_dead) {
     if (keep) {
       blob_buffer_.resize(view.length);
       (void)channel::readBlob(payload_, pos, &view, blob_buffer_.data(), blob_buffer_.size());
-      output_.addBlob(id, static_cast<uint16_t>(view.kind), blob_buffer_);
+      if (tensor_ != nullptr) tensor_->addBlob(id, static_cast<uint16_t>(view.kind), blob_buffer_);
+      // The tensor kinds belong to the tensor bundle alone.
+      const bool tensor_kind = view.kind == channel::BlobKind::kTensorSite ||
+                               view.kind == channel::BlobKind::kTensorParams ||
+                               view.kind == channel::BlobKind::kTensorLayout;
+      if (!tensor_kind) output_.addBlob(id, static_cast<uint16_t>(view.kind), blob_buffer_);
       if (view.kind == channel::BlobKind::kString || view.kind == channel::BlobKind::kSchema ||
           view.kind == channel::BlobKind::kConfig)
         cache_.put(id, blob_buffer_);
@@ -267,12 +280,14 @@ void Recorder::Impl::handleCore(uint64_t pos, const Record& r, uint64_t now) {
       // The batch holding every record before the point goes first; the
       // point's own record opens the next batch.
       output_.writePoint(point);
+      if (tensor_ != nullptr) tensor_->writePoint(point);
       break;
     }
     case channel::kRecordProvenance: {
       bundle::Provenance provenance;
       applyProvenanceLines(blobText(r.a[0]), &provenance);
       output_.writeProvenance(provenance);
+      if (tensor_ != nullptr) tensor_->writeProvenance(provenance);
       break;
     }
     case channel::kRecordMetadata: {
@@ -281,6 +296,7 @@ void Recorder::Impl::handleCore(uint64_t pos, const Record& r, uint64_t now) {
       bundle::Provenance provenance;
       (*provenance.mutable_other())["meta." + blobText(r.a[0])] = blobText(r.a[1]);
       output_.writeProvenance(provenance);
+      if (tensor_ != nullptr) tensor_->writeProvenance(provenance);
       break;
     }
     default:
@@ -310,6 +326,17 @@ void Recorder::Impl::startSession(const Record& r) {
   output_.writeHeader(header);
   output_.writeModules(modules_.modules());
   phase_ = Phase::kRecording;
+  if (TensorOutput::wanted(blobText(r.a[1]), *header_)) {
+    tensor_ = std::make_unique<TensorOutput>(channel_);
+    Status t = tensor_->open(identity.output_dir, base, header);
+    if (!t) {
+      options_.message("tcgd: cannot write the tensor bundle to " + identity.output_dir + ": " +
+                       t.message() + "; recording memory only");
+      tensor_.reset();
+    } else {
+      result_.tensor_bundle_path = tensor_->path();
+    }
+  }
 }
 
 void Recorder::Impl::noteSessionEnd(const Record& r) {
@@ -331,6 +358,12 @@ void Recorder::Impl::noteSessionEnd(const Record& r) {
       session_end_reason_ = "job vanished";
       break;
   }
+}
+
+void Recorder::Impl::tensorFailed() {
+  options_.message("tcgd: recording stopped, cannot write " + tensor_->path() + ": " +
+                   tensor_->error().message() + "; the memory bundle goes on");
+  tensor_.reset();
 }
 
 void Recorder::Impl::recorderFailed(const std::string& detail) {
@@ -365,6 +398,14 @@ void Recorder::Impl::finalize(const std::string& reason, int signal, bool normal
   const bool complete = normal && dropped == 0 && !output_.failed();
   trailer.set_complete(complete);
   const bool had_error = output_.failed();
+  if (tensor_ != nullptr) {
+    Status t = tensor_->finish(*header_, trailer);
+    if (!t)
+      options_.message("tcgd: cannot finish " + tensor_->path() + ": " + t.message());
+    else
+      result_.tensor_bundle_written = true;
+    tensor_.reset();
+  }
   Status finished = output_.finish(&trailer);
   phase_ = Phase::kDone;
   result_.complete = complete;
@@ -409,6 +450,10 @@ RecorderResult Recorder::Impl::run() {
     stalled_ = false;
     size_t work = drainPayload(dead);
     work += drainRecords(dead, now);
+    if (tensor_ != nullptr) {
+      work += tensor_->poll(now, options_.batch_max_age_ns);
+      if (tensor_->failed()) tensorFailed();
+    }
 
     if (phase_ == Phase::kRecording) {
       if (!dead && modules_.deferredRefreshDue(now)) {

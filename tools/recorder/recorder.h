@@ -47,6 +47,8 @@ struct RecorderOptions {
 struct RecorderResult {
   bool bundle_written = false;  // a trailer is on disk
   std::string bundle_path;
+  bool tensor_bundle_written = false;  // the .tcgd-tensor bundle's trailer is on disk
+  std::string tensor_bundle_path;
   bool complete = false;
   std::string end_reason;
   bool failed = false;  // consumer_state ended as kFailed

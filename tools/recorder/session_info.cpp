@@ -149,13 +149,14 @@ std::string bundleBaseName(const std::string& run, int rank, pid_t pid) {
   return name;
 }
 
-Status openBundle(const std::string& dir, const std::string& base, proto::BundleWriter* writer) {
+Status openBundle(const std::string& dir, const std::string& base, proto::BundleWriter* writer,
+                  proto::BundleKind kind) {
   const std::string where = dir.empty() ? std::string(".") : dir;
   struct stat st;
   if (stat(where.c_str(), &st) != 0) return Status::error(std::strerror(errno));
   if (!S_ISDIR(st.st_mode)) return Status::error("not a directory");
   if (access(where.c_str(), W_OK | X_OK) != 0) return Status::error(std::strerror(errno));
-  const std::string ext(proto::bundleExtension(proto::BundleKind::kMemory));
+  const std::string ext(proto::bundleExtension(kind));
   for (int attempt = 1; attempt <= 1000; ++attempt) {
     const std::string path =
         where + "/" + base + (attempt > 1 ? "-" + std::to_string(attempt) : "") + ext;
@@ -163,7 +164,7 @@ Status openBundle(const std::string& dir, const std::string& base, proto::Bundle
     // first: a taken name moves on, any other failure is the directory's.
     struct stat existing;
     if (lstat(path.c_str(), &existing) == 0) continue;
-    Status s = writer->open(path, proto::BundleKind::kMemory);
+    Status s = writer->open(path, kind);
     if (s) return s;
     if (lstat(path.c_str(), &existing) == 0) continue;  // lost a race for the name
     return s;

@@ -55,9 +55,11 @@ void applyProvenanceLines(std::string_view text, bundle::Provenance* provenance)
 // an empty run is "tcgd".
 std::string bundleBaseName(const std::string& run, int rank, pid_t pid);
 
-// Creates DIR/BASE.tcgd-memory, or BASE-2, BASE-3, ... when taken (a pid
-// reused within one output directory, a rerun with the same name). On
-// failure the Status says why the directory cannot take bundles.
-Status openBundle(const std::string& dir, const std::string& base, proto::BundleWriter* writer);
+// Creates DIR/BASE.tcgd-memory (or .tcgd-tensor for `kind`), or BASE-2,
+// BASE-3, ... when taken (a pid reused within one output directory, a rerun
+// with the same name). On failure the Status says why the directory cannot
+// take bundles.
+Status openBundle(const std::string& dir, const std::string& base, proto::BundleWriter* writer,
+                  proto::BundleKind kind = proto::BundleKind::kMemory);
 
 }  // namespace tcgd::recorder

@@ -1,0 +1,56 @@
+// Stream captures in progress, for the tensor collector: CUDA's capture id
+// -> the capture's ordinal in this process and the number of launches made
+// into it so far (a launch's node order). Begin and end come from the
+// capture hooks; launches on streams that joined a capture (an event wait on
+// the capturing stream) find it by the id cuStreamGetCaptureInfo reports.
+//
+// Lock-free: a fixed array of entries claimed by CAS on the id; lookups scan
+// it (at most kMaxCaptures, and only for launches made while capturing).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace tcgd::collectors::tensor {
+
+class CaptureTable {
+ public:
+  static constexpr int kMaxCaptures = 64;
+
+  struct Capture {
+    uint64_t id = 0;
+    uint32_t ordinal = 0;
+    std::atomic<uint32_t>* nodes = nullptr;    // launches so far, fetch_add for the next
+    std::atomic<uint32_t>* sites = nullptr;    // probed launches so far
+  };
+
+  constexpr CaptureTable() = default;
+
+  // A capture began on `stream` with CUDA id `id`: takes the next ordinal.
+  // False when the table is full (its launches then get ordinals on sight).
+  bool begin(uint64_t id, uint64_t stream, uint32_t* ordinal);
+  // The capture with `id`, entering it (with a fresh ordinal) when its begin
+  // was not seen. False only when the table is full.
+  bool find(uint64_t id, Capture* out);
+  // The capture begun on `stream` ended: its entry is freed. Returns its id,
+  // ordinal and counts, false when none was begun there.
+  bool end(uint64_t stream, Capture* out, uint32_t* nodes, uint32_t* sites);
+  // Ordinals taken so far.
+  uint32_t ordinalsTaken() const { return next_ordinal_.load(std::memory_order_relaxed); }
+  void reset();
+
+ private:
+  struct Entry {
+    std::atomic<uint64_t> id{0};       // 0: free
+    std::atomic<uint64_t> stream{0};   // the stream it began on (0 unknown)
+    std::atomic<uint32_t> ordinal{0};
+    std::atomic<uint32_t> nodes{0};
+    std::atomic<uint32_t> sites{0};
+  };
+  bool claim(uint64_t id, uint64_t stream, Entry** entry);
+
+  Entry entries_[kMaxCaptures] = {};
+  std::atomic<uint32_t> next_ordinal_{0};
+};
+
+}  // namespace tcgd::collectors::tensor

@@ -1,0 +1,140 @@
+#include "collectors/tensor/device_state.h"
+
+#include <algorithm>
+
+#include "collectors/tensor/driver_calls.h"
+#include "collectors/tensor/fingerprint_image.h"
+
+namespace tcgd::collectors::tensor {
+namespace {
+
+using ::tcgd::tensor::kFingerprintBlockThreads;
+using ::tcgd::tensor::kFingerprintKernelName;
+using ::tcgd::tensor::kObservationRingHeaderBytes;
+using ::tcgd::tensor::kObservationRingMagic;
+using ::tcgd::tensor::ObservationRingDevice;
+using ::tcgd::tensor::ObservationRingHost;
+using ::tcgd::tensor::ObservationSlot;
+using ::tcgd::tensor::SiteState;
+
+std::string failed(const std::string& what, CUresult r) {
+  return std::string(what) + " failed (CUDA error " + std::to_string(static_cast<int>(r)) + ")";
+}
+
+}  // namespace
+
+TensorDevice::State TensorDevice::ensureReady(const DeviceSetup& setup, bool capture_active,
+                                              std::string* why) {
+  int s = state_.load(std::memory_order_acquire);
+  if (s == static_cast<int>(State::kReady) || s == static_cast<int>(State::kUnavailable) ||
+      s == static_cast<int>(State::kStarting))
+    return static_cast<State>(s);
+  if (capture_active) return State::kNone;
+  if (!state_.compare_exchange_strong(s, static_cast<int>(State::kStarting),
+                                      std::memory_order_acq_rel))
+    return static_cast<State>(s);
+  const bool ok = make(setup, why);
+  // release: a launch that sees kReady sees the resources made above.
+  state_.store(static_cast<int>(ok ? State::kReady : State::kUnavailable), std::memory_order_release);
+  return ok ? State::kReady : State::kUnavailable;
+}
+
+bool TensorDevice::make(const DeviceSetup& setup, std::string* why) {
+  if (fingerprintImage() == nullptr || fingerprintImageBytes() == 0) {
+    *why = "this build of tcgd has no fingerprint kernel (built without nvcc)";
+    return false;
+  }
+  const DriverCalls& d = driverCalls();
+  if (d.ctx_get_current == nullptr || d.ctx_get_device == nullptr ||
+      d.device_get_attribute == nullptr || d.module_load_data == nullptr ||
+      d.module_get_function == nullptr || d.mem_alloc == nullptr ||
+      d.memset_d8_async == nullptr || d.stream_create == nullptr ||
+      d.stream_synchronize == nullptr || d.stream_destroy == nullptr ||
+      d.mem_host_register == nullptr || d.mem_host_get_device_pointer == nullptr ||
+      d.launch_kernel == nullptr) {
+    *why = "the CUDA driver lacks an entry point the tensor probes need";
+    return false;
+  }
+  const uint64_t capacity = (setup.region_bytes - kObservationRingHeaderBytes) / sizeof(ObservationSlot);
+  if (setup.region == nullptr || setup.region_bytes <= kObservationRingHeaderBytes ||
+      (capacity & (capacity - 1)) != 0) {
+    *why = "the channel has no observation region";
+    return false;
+  }
+  DeviceResources r;
+  CUresult res = d.ctx_get_current(&r.context);
+  if (res != CUDA_SUCCESS || r.context == nullptr) {
+    *why = "no current CUDA context";
+    return false;
+  }
+  CUdevice dev = 0;
+  if ((res = d.ctx_get_device(&dev)) != CUDA_SUCCESS) return *why = failed("cuCtxGetDevice", res), false;
+  r.device = dev;
+  int sms = 0, can_map = 0, major = 0, minor = 0;
+  d.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  d.device_get_attribute(&can_map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, dev);
+  d.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  d.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  if (can_map == 0) {
+    *why = "device " + std::to_string(dev) + " cannot map host memory";
+    return false;
+  }
+  // Four blocks per SM keep the memory system busy on large ranges; small
+  // launches use fewer (one per chunk).
+  r.max_grid = static_cast<uint32_t>(std::max(4, sms * 4));
+
+  CUmodule module = nullptr;
+  if ((res = d.module_load_data(&module, fingerprintImage())) != CUDA_SUCCESS) {
+    *why = "no fingerprint kernel image for device " + std::to_string(dev) + " (compute capability " +
+           std::to_string(major) + "." + std::to_string(minor) + ": cuModuleLoadData returned " +
+           std::to_string(static_cast<int>(res)) + ")";
+    return false;
+  }
+  if ((res = d.module_get_function(&r.fingerprint, module, kFingerprintKernelName)) != CUDA_SUCCESS)
+    return *why = failed("cuModuleGetFunction(tcgd_fingerprint)", res), false;
+
+  r.site_capacity = setup.site_capacity;
+  r.device_bytes = sizeof(ObservationRingDevice) + uint64_t{setup.site_capacity} * sizeof(SiteState);
+  CUdeviceptr memory = 0;
+  if ((res = d.mem_alloc(&memory, r.device_bytes)) != CUDA_SUCCESS)
+    return *why = failed("cuMemAlloc of " + std::to_string(r.device_bytes) + " bytes", res), false;
+  r.ring_device = memory;
+  r.site_states = memory + sizeof(ObservationRingDevice);
+  // Zeroed on a stream of our own that does not synchronize with the job's
+  // (cuMemsetD8_v2 would, on the legacy stream).
+  CUstream stream = nullptr;
+  if ((res = d.stream_create(&stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+    return *why = failed("cuStreamCreate", res), false;
+  res = d.memset_d8_async(memory, 0, r.device_bytes, stream);
+  if (res == CUDA_SUCCESS) res = d.stream_synchronize(stream);
+  d.stream_destroy(stream);
+  if (res != CUDA_SUCCESS) return *why = failed("zeroing tcgd's device memory", res), false;
+
+  auto* host = static_cast<ObservationRingHost*>(setup.region);
+  host->capacity = capacity;
+  host->slots_offset = kObservationRingHeaderBytes;
+  res = d.mem_host_register(setup.region, setup.region_bytes,
+                            CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+  if (res != CUDA_SUCCESS) return *why = failed("cuMemHostRegister of the observation ring", res), false;
+  CUdeviceptr mapped = 0;
+  if ((res = d.mem_host_get_device_pointer(&mapped, setup.region, 0)) != CUDA_SUCCESS)
+    return *why = failed("cuMemHostGetDevicePointer", res), false;
+  r.ring_host = mapped;
+  r.slots = mapped + kObservationRingHeaderBytes;
+  r.capacity = capacity;
+  // release: the recorder starts draining when it sees the magic, after the
+  // fields above (the memfd is shared with it).
+  __atomic_store_n(&host->magic, kObservationRingMagic, __ATOMIC_RELEASE);
+  resources_ = r;
+  return true;
+}
+
+CUresult TensorDevice::launch(FingerprintParams* params, CUstream stream) const {
+  const DeviceResources& r = resources_;
+  const uint32_t grid = std::max<uint32_t>(1, std::min(params->total_chunks, r.max_grid));
+  void* args[] = {params};
+  return driverCalls().launch_kernel(r.fingerprint, grid, 1, 1, kFingerprintBlockThreads, 1, 1, 0,
+                                     stream, args, nullptr);
+}
+
+}  // namespace tcgd::collectors::tensor

@@ -1,0 +1,78 @@
+// The GPU resources of the tensor probes, made once per process in the job's
+// CUDA context: the fingerprint module (loaded from the fatbin embedded in
+// libtcgd.so), a little device memory (the ring's claim counter and one
+// SiteState per captured site), and the observation region of the channel
+// registered with the driver and mapped into the device.
+//
+// Made outside any capture: a module load or cuMemAlloc while a stream
+// captures in global mode would invalidate the job's capture (CUDA_FACTS.md),
+// so ensureReady() refuses while any capture is in progress and the caller
+// skips that launch. Made at most once: a failure (no image for the device,
+// a driver without an entry point, no memory) is said once and turns the
+// probes off for the process. One context per process: a launch in another
+// context is not probed (counted).
+#pragma once
+
+#include "interpose/cuda_api.h"  // cuda.h as interpose/ includes it
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "collectors/tensor/fingerprint_abi.h"
+
+namespace tcgd::collectors::tensor {
+
+using ::tcgd::tensor::FingerprintParams;
+
+struct DeviceResources {
+  CUcontext context = nullptr;
+  int device = -1;
+  CUfunction fingerprint = nullptr;
+  uint32_t max_grid = 0;            // blocks per fingerprint launch at most
+  CUdeviceptr ring_device = 0;      // ObservationRingDevice
+  CUdeviceptr site_states = 0;      // SiteState[site_capacity]
+  uint32_t site_capacity = 0;
+  CUdeviceptr ring_host = 0;        // device address of the ObservationRingHost
+  CUdeviceptr slots = 0;            // device address of slot 0
+  uint64_t capacity = 0;            // slots
+  uint64_t device_bytes = 0;        // device memory tcgd took
+};
+
+// What the region and the configuration give the resources.
+struct DeviceSetup {
+  void* region = nullptr;           // the channel's observation region (host)
+  uint64_t region_bytes = 0;
+  uint32_t site_capacity = 0;       // TCGD_TENSOR_SITES
+};
+
+class TensorDevice {
+ public:
+  enum class State : int { kNone = 0, kStarting = 1, kReady = 2, kUnavailable = 3 };
+
+  constexpr TensorDevice() = default;
+
+  // Ready, or makes the resources now when nothing captures
+  // (`capture_active` false) and no other thread is making them. Returns
+  // the state after the call. `why` receives the reason of a failure (once).
+  State ensureReady(const DeviceSetup& setup, bool capture_active, std::string* why);
+  State state() const { return static_cast<State>(state_.load(std::memory_order_acquire)); }
+  // Valid once state() is kReady.
+  const DeviceResources& resources() const { return resources_; }
+
+  // Enqueues one fingerprint launch on `stream` (the probed launch's).
+  CUresult launch(FingerprintParams* params, CUstream stream) const;
+
+  // Turns the probes off for good (said why elsewhere).
+  void markUnavailable() { state_.store(static_cast<int>(State::kUnavailable), std::memory_order_release); }
+  // In a forked child: CUDA state does not survive fork().
+  void reset() { state_.store(static_cast<int>(State::kNone), std::memory_order_relaxed); }
+
+ private:
+  bool make(const DeviceSetup& setup, std::string* why);
+
+  std::atomic<int> state_{0};
+  DeviceResources resources_{};
+};
+
+}  // namespace tcgd::collectors::tensor

@@ -1,0 +1,48 @@
+// The CUDA driver calls the tensor collector makes for itself, never through
+// a hook: loading its fingerprint module, its device memory, registering the
+// observation region, launching the fingerprint kernel, parameter layouts and
+// capture ids.
+//
+// A seam: the collector reads the table through driverCalls(), and tests can
+// replace it (setDriverCallsForTesting). The default table resolves each
+// entry lazily with glibc's dlsym on the driver the process loaded
+// (interpose/real_functions.h), so none of these calls is ever recorded.
+// A missing entry (an older driver) is nullptr: callers check.
+#pragma once
+
+#include "interpose/cuda_api.h"  // cuda.h as interpose/ includes it
+
+namespace tcgd::collectors::tensor {
+
+struct DriverCalls {
+  CUresult (*ctx_get_current)(CUcontext*) = nullptr;
+  CUresult (*ctx_get_device)(CUdevice*) = nullptr;
+  CUresult (*device_get_attribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+  CUresult (*module_load_data)(CUmodule*, const void*) = nullptr;
+  CUresult (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*mem_alloc)(CUdeviceptr*, size_t) = nullptr;                      // cuMemAlloc_v2
+  CUresult (*memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
+  CUresult (*stream_create)(CUstream*, unsigned int) = nullptr;
+  CUresult (*stream_synchronize)(CUstream) = nullptr;
+  CUresult (*stream_destroy)(CUstream) = nullptr;                             // cuStreamDestroy_v2
+  CUresult (*mem_host_register)(void*, size_t, unsigned int) = nullptr;       // cuMemHostRegister_v2
+  CUresult (*mem_host_get_device_pointer)(CUdeviceptr*, void*, unsigned int) = nullptr;  // _v2
+  CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, unsigned, CUstream, void**, void**) = nullptr;
+  CUresult (*kernel_get_param_info)(CUkernel, size_t, size_t*, size_t*) = nullptr;
+  CUresult (*func_get_param_info)(CUfunction, size_t, size_t*, size_t*) = nullptr;
+  CUresult (*kernel_get_name)(const char**, CUkernel) = nullptr;
+  CUresult (*func_get_name)(const char**, CUfunction) = nullptr;
+  // cuStreamGetCaptureInfo (the 10.1 ABI: status and id) and its _ptsz.
+  CUresult (*stream_get_capture_info)(CUstream, CUstreamCaptureStatus*, cuuint64_t*) = nullptr;
+  CUresult (*stream_get_capture_info_ptsz)(CUstream, CUstreamCaptureStatus*, cuuint64_t*) = nullptr;
+};
+
+// The table in use. Entries are resolved on the first call after the driver
+// is loaded (the collector only calls it from CUDA hooks, so it is).
+const DriverCalls& driverCalls();
+
+// Replaces the table (tests); nullptr restores the default. Not thread-safe.
+void setDriverCallsForTesting(const DriverCalls* calls);
+
+}  // namespace tcgd::collectors::tensor

@@ -1,0 +1,39 @@
+// The tensor collector's counters in the channel header
+// (ChannelHeader::tensor_counters): launches probed, and launches a rule
+// selected but that were not probed, by reason. The recorder copies them
+// into TensorCounters frames by name at every point and at the end, so the
+// numbers here are not part of the format; the names are.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+
+namespace tcgd::collectors::tensor {
+
+enum TensorCounter : uint32_t {
+  kCounterSites = 0,           // probed launches (sites made)
+  kSkipNotReady,               // the fingerprint module was not loaded yet and a capture was under way
+  kSkipUnavailable,            // tensor probes are off in this process (no image for the device, ...)
+  kSkipOtherDevice,            // a launch in a second device's context (one device per process)
+  kSkipCaptureUnknown,         // the stream's capture status could not be asked (legacy stream during a capture)
+  kSkipSiteStates,             // captured launch beyond TCGD_TENSOR_SITES
+  kSkipLaunchFailed,           // the fingerprint launch returned an error
+  kSkipPushFailed,             // the site's blob or record did not fit in the channel
+  kSkipNoParams,               // parameters unreadable (layout unknown and no `extra` buffer)
+  kSkipKernelTableFull,        // more distinct kernels than the collector's table holds
+  kRangesDropped,              // ranges beyond TCGD_TENSOR_MAX_RANGES
+  kRangesTruncated,            // ranges cut by max-bytes
+  kManualGraphNodes,           // kernel nodes added by cuGraphAddKernelNode (not probed)
+  kGraphExecUpdates,           // cuGraphExecUpdate calls (their new nodes keep their own probes)
+  kCounterCount,
+};
+
+inline constexpr const char* kTensorCounterNames[] = {
+    "sites",           "not_ready",          "unavailable",       "other_device",
+    "capture_unknown", "site_states_full",   "launch_failed",     "push_failed",
+    "no_params",       "kernel_table_full",  "ranges_dropped",    "ranges_truncated",
+    "manual_graph_nodes", "graph_exec_updates",
+};
+static_assert(std::size(kTensorCounterNames) == kCounterCount);
+
+}  // namespace tcgd::collectors::tensor

@@ -1,0 +1,279 @@
+#include "tensor_output.h"
+
+#include <time.h>
+
+#include <cstring>
+
+#include "collectors/record_types.h"
+#include "collectors/tensor/tensor_counters.h"
+#include "proto/tensor_site_blob.h"
+#include "session_info.h"
+
+namespace tcgd::recorder {
+namespace {
+
+using channel::BlobKind;
+using channel::RecordClass;
+
+constexpr size_t kSiteBatch = 4096;
+constexpr size_t kObservationBatch = 16384;
+// At the end: how long the ring must stay quiet, and the most time spent.
+constexpr uint64_t kQuietNs = 50'000'000;
+constexpr uint64_t kFinishBudgetNs = 2'000'000'000;
+
+bool isCoreType(uint16_t type) {
+  return type >= channel::kRecordSessionStart && type <= channel::kRecordProvenance;
+}
+
+void fillSite(uint64_t sequence, const channel::Record& r, const proto::SiteBlobView& v,
+              bundle::TensorSite* s) {
+  const proto::SiteBlobHeader& h = v.header();
+  s->set_site(h.site);
+  s->set_sequence(sequence);
+  s->set_time_ns(r.time_ns);
+  s->set_tid(r.tid);
+  s->set_kind(h.kind);
+  s->set_function(h.function);
+  s->set_invocation(h.invocation);
+  s->set_stream(h.stream);
+  s->set_device(h.device);
+  s->set_capture(h.capture);
+  s->set_node(h.node);
+  s->set_capture_id(h.capture_id);
+  const bool kernel = h.kind == static_cast<uint16_t>(proto::SiteKind::kKernel) ||
+                      h.kind == static_cast<uint16_t>(proto::SiteKind::kCooperativeKernel);
+  if (kernel) {
+    for (uint32_t g : h.grid) s->add_grid(g);
+    for (uint32_t b : h.block) s->add_block(b);
+    s->set_shared_mem(h.shared_mem);
+  }
+  s->set_params_blob(h.params_blob);
+  s->set_params_bytes(h.params_bytes);
+  for (size_t i = 0; i < h.range_count; ++i) {
+    const proto::SiteBlobRange in = v.range(i);
+    bundle::TensorRange* out = s->add_ranges();
+    out->set_index(static_cast<uint32_t>(i));
+    out->set_param(in.param);
+    out->set_offset(in.offset);
+    out->set_ptr(in.ptr);
+    out->set_bytes(in.bytes);
+    out->set_extent(in.extent);
+    out->set_base(in.base);
+    out->set_dtype(in.dtype);
+    out->set_source(in.source);
+  }
+  for (size_t i = 0; i < h.pointer_count; ++i) {
+    const proto::SiteBlobPointer p = v.pointer(i);
+    s->add_pointer_offsets(p.offset);
+    s->add_pointer_ranges(p.range);
+  }
+  s->set_status(h.status);
+  s->set_rule(h.rule);
+  s->set_replay_first(h.replay_first);
+  s->set_replay_last(h.replay_last);
+  s->set_ranges_dropped(h.ranges_dropped);
+  s->set_copy_bytes(h.copy_bytes);
+  s->set_copy_source(h.copy_source);
+  s->set_copy_kind(h.copy_kind);
+}
+
+}  // namespace
+
+TensorOutput::TensorOutput(channel::Channel* channel)
+    : channel_(channel), drain_(channel->observationRegion(), channel->observationBytes()) {}
+
+bool TensorOutput::wanted(std::string_view config_text, const channel::ChannelHeader& channel) {
+  if (channel.observation_bytes == 0) return false;
+  for (const auto& [key, value] : parseKeyValueLines(config_text))
+    if (key == "TCGD_TENSOR") return !value.empty() && value != "off";
+  return false;
+}
+
+Status TensorOutput::open(const std::string& dir, const std::string& base,
+                          const bundle::Header& header) {
+  Status s = openBundle(dir, base, &writer_, proto::BundleKind::kTensor);
+  if (!s) return s;
+  out_ = std::make_unique<BundleOutput>(&writer_);
+  out_->writeHeader(header);
+  active_ = true;
+  return Status::ok();
+}
+
+bool TensorOutput::tensorOnly(const channel::Record& r) {
+  return r.cls == static_cast<uint8_t>(RecordClass::kTensor);
+}
+
+bool TensorOutput::wants(const channel::Record& r) const {
+  return isCoreType(r.type) || r.cls == static_cast<uint8_t>(RecordClass::kDriverGraph) ||
+         r.cls == static_cast<uint8_t>(RecordClass::kTensor) ||
+         r.type == collectors::kRecordKernelName;
+}
+
+void TensorOutput::addBlob(uint64_t id, uint16_t kind, std::string_view bytes) {
+  if (!active_) return;
+  switch (static_cast<BlobKind>(kind)) {
+    case BlobKind::kTensorSite:
+      // Decoded into a TensorSite when its record comes (always after it).
+      sites_pending_[id].assign(bytes);
+      return;
+    case BlobKind::kString:
+      strings_[id].assign(bytes);
+      break;
+    case BlobKind::kTensorLayout:
+      layouts_[id].assign(bytes);
+      break;
+    case BlobKind::kTensorParams:
+      break;
+    default:
+      return;  // schema and config are in the header; stacks and snapshots are memory's
+  }
+  counts_.blob();
+  out_->addBlob(id, kind, bytes);
+}
+
+void TensorOutput::siteRecord(uint64_t sequence, const channel::Record& r) {
+  auto it = sites_pending_.find(r.a[0]);
+  if (it == sites_pending_.end()) {
+    ++bad_site_blobs_;  // its blob was dropped (payload ring full): counted, not guessed
+    return;
+  }
+  const proto::SiteBlobView view(it->second.data(), it->second.size());
+  if (view.valid()) {
+    if (sites_frame_.tensor_sites().sites_size() == 0) sites_opened_ns_ = r.time_ns;
+    fillSite(sequence, r, view, sites_frame_.mutable_tensor_sites()->add_sites());
+    ++sites_written_;
+  } else {
+    ++bad_site_blobs_;
+  }
+  sites_pending_.erase(it);
+  if (static_cast<size_t>(sites_frame_.tensor_sites().sites_size()) >= kSiteBatch) flushSites();
+}
+
+void TensorOutput::kernelRecord(const channel::Record& r) {
+  bundle::Frame frame;
+  bundle::TensorKernel* k = frame.mutable_tensor_kernel();
+  k->set_function(r.a[0]);
+  if (auto it = strings_.find(r.a[1]); it != strings_.end()) k->set_name(it->second);
+  if (auto it = layouts_.find(r.a[2]); it != layouts_.end()) {
+    const std::string& pairs = it->second;
+    for (size_t at = 0; at + 8 <= pairs.size(); at += 8) {
+      uint32_t offset, size;
+      std::memcpy(&offset, pairs.data() + at, 4);
+      std::memcpy(&size, pairs.data() + at + 4, 4);
+      k->add_param_offsets(offset);
+      k->add_param_sizes(size);
+    }
+    layouts_.erase(it);
+  }
+  k->set_dtype(static_cast<uint32_t>((r.a[3] >> 16) & 0xff));
+  k->set_family(static_cast<uint32_t>((r.a[3] >> 24) & 0xff));
+  k->set_rules(static_cast<uint32_t>(r.a[3] >> 32));
+  k->set_param_status(static_cast<uint32_t>(r.a[4]));
+  // Sites of this kernel follow it, so its frame goes before theirs.
+  flushSites();
+  out_->flushEvents();
+  out_->writeFrame(frame);
+}
+
+void TensorOutput::addRecord(uint64_t sequence, const channel::Record& r, uint64_t now_ns) {
+  if (!active_ || !wants(r)) return;
+  if (r.type == collectors::kRecordTensorSite) siteRecord(sequence, r);
+  if (r.type == collectors::kRecordTensorKernel) kernelRecord(r);
+  counts_.written(r);
+  if (out_->addRecord(sequence, r, now_ns)) out_->flushEvents();
+}
+
+void TensorOutput::writePoint(const bundle::Point& point) {
+  if (!active_) return;
+  flushSites();
+  flushObservations();
+  (void)counts_.nextPointOrdinal();
+  out_->writePoint(point);
+  writeCounters(point.ordinal(), false);
+}
+
+void TensorOutput::writeProvenance(const bundle::Provenance& provenance) {
+  if (active_) out_->writeProvenance(provenance);
+}
+
+void TensorOutput::flushSites() {
+  if (sites_frame_.tensor_sites().sites_size() == 0) return;
+  out_->writeFrame(sites_frame_);
+  sites_frame_.mutable_tensor_sites()->Clear();
+}
+
+void TensorOutput::flushObservations() {
+  if (observations_frame_.tensor_observations().site_size() == 0) return;
+  out_->writeFrame(observations_frame_);
+  observations_frame_.mutable_tensor_observations()->Clear();
+}
+
+size_t TensorOutput::poll(uint64_t now_ns, uint64_t max_age_ns) {
+  if (!active_) return 0;
+  bundle::TensorObservationBatch* batch = observations_frame_.mutable_tensor_observations();
+  const int before = batch->site_size();
+  const size_t read = drain_.drain(batch);
+  if (before == 0 && batch->site_size() != 0) observations_opened_ns_ = now_ns;
+  if (static_cast<size_t>(batch->site_size()) >= kObservationBatch ||
+      (batch->site_size() != 0 && now_ns - observations_opened_ns_ >= max_age_ns))
+    flushObservations();
+  if (sites_frame_.tensor_sites().sites_size() != 0 && now_ns - sites_opened_ns_ >= max_age_ns)
+    flushSites();
+  return read;
+}
+
+void TensorOutput::writeCounters(uint64_t point_ordinal, bool final) {
+  bundle::Frame frame;
+  bundle::TensorCounters* c = frame.mutable_tensor_counters();
+  c->set_point_ordinal(point_ordinal);
+  c->set_final(final);
+  const channel::ChannelHeader& h = *channel_->header();
+  namespace t = collectors::tensor;
+  // relaxed: counters only count; a point's frame shows them as of now.
+  c->set_sites(h.tensor_counters[t::kCounterSites].load(std::memory_order_relaxed));
+  c->set_observations(drain_.observations());
+  c->set_slots(drain_.slotsRead());
+  c->set_slots_dropped(drain_.slotsDropped());
+  c->set_observations_incomplete(drain_.incomplete());
+  auto& skipped = *c->mutable_skipped();
+  for (uint32_t i = t::kSkipNotReady; i < t::kCounterCount; ++i) {
+    const uint64_t v = h.tensor_counters[i].load(std::memory_order_relaxed);
+    if (v != 0) skipped[t::kTensorCounterNames[i]] = v;
+  }
+  if (bad_site_blobs_ != 0) skipped["site_blob_lost"] = bad_site_blobs_;
+  if (drain_.holes() != 0) skipped["slots_torn"] = drain_.holes();
+  out_->writeFrame(frame);
+}
+
+Status TensorOutput::finish(const channel::ChannelHeader& channel,
+                            const bundle::Trailer& memory_trailer) {
+  if (!active_) return Status::ok();
+  // The job may end (or die) with fingerprints still running on its GPU:
+  // a job that exits normally waits for this bundle, and its GPU works on
+  // meanwhile. Drain until the ring has been quiet for a while.
+  bundle::TensorObservationBatch* batch = observations_frame_.mutable_tensor_observations();
+  const uint64_t start = channel::monotonicNowNs();
+  uint64_t quiet_since = start;
+  for (;;) {
+    const uint64_t now = channel::monotonicNowNs();
+    if (drain_.drain(batch) != 0) quiet_since = now;
+    if (now - quiet_since >= kQuietNs || now - start >= kFinishBudgetNs) break;
+    timespec tick{0, 2'000'000};
+    nanosleep(&tick, nullptr);
+  }
+  drain_.finish(batch);
+  flushSites();
+  flushObservations();
+  writeCounters(0, true);
+  bundle::Trailer trailer;
+  trailer.set_end_reason(memory_trailer.end_reason());
+  trailer.set_signal(memory_trailer.signal());
+  trailer.set_end_time_unix_ns(memory_trailer.end_time_unix_ns());
+  const uint64_t dropped = counts_.fillTrailer(channel, &trailer);
+  const bool lost = drain_.slotsDropped() != 0 || drain_.incomplete() != 0 || bad_site_blobs_ != 0;
+  trailer.set_complete(memory_trailer.complete() && dropped == 0 && !lost && !out_->failed());
+  active_ = false;
+  return out_->finish(&trailer);
+}
+
+}  // namespace tcgd::recorder
