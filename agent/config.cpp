@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "../collectors/points/point_rules.h"  // TCGD_POINTS' parser
+#include "../collectors/tensor/probe_rules.h"  // TCGD_TENSOR's parser
 
 namespace tcgd::agent {
 namespace {
@@ -29,9 +30,16 @@ bool parseUnsigned(std::string_view text, uint64_t* out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
+bool parseInRange(std::string_view text, uint64_t lo, uint64_t hi, uint64_t* out) {
+  uint64_t v;
+  if (!parseUnsigned(text, &v) || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
 bool parsePowerOfTwo(std::string_view text, uint64_t lo, uint64_t hi, uint64_t* out) {
   uint64_t v;
-  if (!parseUnsigned(text, &v) || v < lo || v > hi || (v & (v - 1)) != 0) return false;
+  if (!parseInRange(text, lo, hi, &v) || (v & (v - 1)) != 0) return false;
   *out = v;
   return true;
 }
@@ -152,6 +160,51 @@ constexpr ConfigKey kKeys[] = {
     {"TCGD_POINTS", collectors::points::kDefaultPointRules.data(), collectors::points::kPointRulesAccepted,
      [](std::string_view t, Config&) { return collectors::points::parsePointRules(t, nullptr); }},
     {"TCGD_TORCH_BRIDGE", "", "a path to libtcgd_torch.so, or off", [](std::string_view t, Config&) { return !t.empty() && isPrintable(t); }},  // torch bridge (agent/torch_loader.cpp reads it from in_force)
+    // Tensor probes (collectors/tensor reads the typed fields). The rules'
+    // parser is header-only, as TCGD_POINTS' is; a bad rule says what is
+    // wrong with it, not only the whole grammar.
+    {"TCGD_TENSOR", "", collectors::tensor::kProbeRulesAccepted,
+     [](std::string_view t, Config& c) {
+       if (!collectors::tensor::parseProbeRules(t, nullptr)) return false;
+       c.tensor = t;
+       return true;
+     },
+     [](std::string_view t) {
+       std::string why;
+       collectors::tensor::parseProbeRules(t, nullptr, &why);
+       return why;
+     }},
+    {"TCGD_TENSOR_SLOTS", "65536", "a power of two between 1024 and 16777216",
+     [](std::string_view t, Config& c) {
+       return parsePowerOfTwo(t, 1024, uint64_t{1} << 24, &c.tensor_slots);
+     }},
+    {"TCGD_TENSOR_SITES", "65536", "an integer between 1024 and 16777216",
+     [](std::string_view t, Config& c) {
+       return parseInRange(t, 1024, uint64_t{1} << 24, &c.tensor_sites);
+     }},
+    {"TCGD_TENSOR_MAX_RANGES", "1024", "an integer between 1 and 4096",
+     [](std::string_view t, Config& c) {
+       uint64_t v;
+       if (!parseInRange(t, 1, 4096, &v)) return false;
+       c.tensor_max_ranges = static_cast<uint32_t>(v);
+       return true;
+     }},
+};
+
+// TCGD_* names of tcgd's own scripts and tools, never the agent's: silent in
+// the environment (a user runs `TCGD_BUILD_DIR=out scripts/demo.sh` and the
+// demo's job inherits it). tests/agent/config_test.cpp scans the scripts and
+// fails on a name that is neither here nor a key.
+constexpr ScriptVariable kScriptVariables[] = {
+    {"TCGD_BUILD_DIR", "scripts/test.sh, scripts/demo.sh, scripts/gpu-gate.sh: the build directory"},
+    {"TCGD_SANITIZE", "scripts/test.sh: build and test under sanitizers (address,undefined or thread)"},
+    {"TCGD_JOBS", "scripts/test.sh: parallel build and test jobs"},
+    {"TCGD_CHROMIUM", "scripts/setup-deps.sh and the HTML report test: the headless Chromium to use"},
+    {"TCGD_TORCH_WHEEL", "scripts/fetch-torch-headers.sh: a torch wheel already on disk"},
+    {"TCGD_TORCH_KEEP_WHEEL", "scripts/fetch-torch-headers.sh: 1 keeps the downloaded wheel"},
+    {"TCGD_DIRECT", "tests/torch/run_gpu_bridge_check.sh: 1 builds the check with plain g++"},
+    {"TCGD_TEST_KEEP", "the agent's integration tests: keep their temporary directories"},
+    {"TCGD_LIBRARY", "the tcgd Python module: the libtcgd.so to call when it is not preloaded"},
 };
 
 int findKey(std::string_view name) {
@@ -219,6 +272,11 @@ Status readConfigFile(const std::string& path, std::vector<Given>* given,
       continue;
     }
     const int idx = findKey(key);
+    if (idx < 0 && isScriptVariable(key)) {
+      warnings->push_back(where + std::string(key) +
+                          " is a variable of tcgd's scripts, not a configuration key; ignored");
+      continue;
+    }
     if (idx < 0) {
       warnings->push_back(key.starts_with(kPrefix)
                               ? unknownKeyWarning(key, where)
@@ -273,6 +331,14 @@ Environment captureEnvironment(char* const* envp) {
 
 std::span<const ConfigKey> configKeys() { return kKeys; }
 
+std::span<const ScriptVariable> scriptVariables() { return kScriptVariables; }
+
+bool isScriptVariable(std::string_view name) {
+  for (const ScriptVariable& v : kScriptVariables)
+    if (name == v.name) return true;
+  return false;
+}
+
 std::string suggestKey(std::string_view unknown) {
   std::string best;
   size_t best_distance = 3;  // farther than 2 edits is not a typo
@@ -310,7 +376,7 @@ Status loadConfig(const Environment& env, std::string_view program_name, Config*
     if (!name.starts_with(kPrefix)) continue;
     const int idx = findKey(name);
     if (idx < 0) {
-      warnings->push_back(unknownKeyWarning(name, ""));
+      if (!isScriptVariable(name)) warnings->push_back(unknownKeyWarning(name, ""));
       continue;
     }
     given[idx] = Given{std::string(trim(value)), ""};
@@ -344,9 +410,11 @@ Status loadConfig(const Environment& env, std::string_view program_name, Config*
 
   for (size_t i = 0; i < std::size(kKeys); ++i) {
     const bool is_given = from_env[i] || !given[i].where.empty();
-    if (is_given && !kKeys[i].apply(given[i].text, c))
-      return Status::error(given[i].where + kKeys[i].name + "=" + given[i].text +
-                           ": expected " + kKeys[i].accepted);
+    if (!is_given || kKeys[i].apply(given[i].text, c)) continue;
+    const std::string why =
+        kKeys[i].explain != nullptr ? kKeys[i].explain(given[i].text) : std::string();
+    return Status::error(given[i].where + kKeys[i].name + "=" + given[i].text + ": " +
+                         (why.empty() ? std::string("expected ") + kKeys[i].accepted : why));
   }
   if (c.run.empty()) c.run = runNameFromProgram(program_name);
   readIdentity(env, &c, warnings);

@@ -49,6 +49,13 @@ struct Config {
   std::string recorder;      // empty: next to libtcgd.so, ../bin/tcgd-recorder
   std::string config_file;   // TCGD_CONFIG, empty when none
 
+  // Tensor probes (collectors/tensor). `tensor` is TCGD_TENSOR's text, checked
+  // by parseProbeRules (collectors/tensor/probe_rules.h); "" or "off": none.
+  std::string tensor;
+  uint64_t tensor_slots = uint64_t{1} << 16;   // observation ring slots, 128 bytes each
+  uint64_t tensor_sites = uint64_t{1} << 16;   // captured sites, 8 bytes of device memory each
+  uint32_t tensor_max_ranges = 1024;           // ranges per probed launch
+
   // Identity from torchrun's variables; -1 / 0 when absent.
   int rank = -1;
   int world_size = 0;
@@ -61,16 +68,30 @@ struct Config {
 
 // One configuration key. `apply` parses the text into the Config and returns
 // false when the text is not acceptable; the error then reads
-// "NAME=VALUE: expected <accepted>".
+// "NAME=VALUE: expected <accepted>", or "NAME=VALUE: <explain(VALUE)>" for a
+// key whose values have a grammar (TCGD_TENSOR: "rule 1: unknown key
+// 'kernal' (...)"), so the line says what is wrong, not only what would do.
 struct ConfigKey {
   const char* name;
   const char* default_text;  // as documented; "" for "not set"
   const char* accepted;      // completes "expected ..."
   bool (*apply)(std::string_view text, Config& config);
+  std::string (*explain)(std::string_view text) = nullptr;  // one line
 };
 
 // The table, for docs and tests.
 std::span<const ConfigKey> configKeys();
+
+// Variables that share the TCGD_ prefix but belong to tcgd's own scripts and
+// tools (scripts/test.sh's TCGD_BUILD_DIR, the Python module's TCGD_LIBRARY,
+// ...): the agent ignores them silently in the environment, so running
+// `TCGD_BUILD_DIR=out scripts/demo.sh` does not warn about an unknown variable.
+struct ScriptVariable {
+  const char* name;
+  const char* used_by;  // where, and what for (docs/configuration.md)
+};
+std::span<const ScriptVariable> scriptVariables();
+bool isScriptVariable(std::string_view name);
 
 // Builds the configuration. Values come from the environment, then from the
 // TCGD_CONFIG file for keys the environment does not set (the environment
@@ -79,7 +100,8 @@ std::span<const ConfigKey> configKeys();
 // line naming the variable (or file:line), the value and what is accepted,
 // without the "tcgd: " prefix. Unknown TCGD_* names and unusable
 // RANK/WORLD_SIZE/LOCAL_RANK values add one line each to *warnings and are
-// otherwise ignored.
+// otherwise ignored; script variables are ignored without a warning in the
+// environment and with one in the file.
 Status loadConfig(const Environment& env, std::string_view program_name, Config* out,
                   std::vector<std::string>* warnings);
 

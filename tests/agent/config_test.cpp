@@ -7,7 +7,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 namespace tcgd::agent {
@@ -66,11 +68,19 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(l.config.rank, -1);
   EXPECT_EQ(l.config.world_size, 0);
   EXPECT_EQ(l.config.local_rank, -1);
+  EXPECT_EQ(l.config.tensor, "");
+  EXPECT_EQ(l.config.tensor_slots, 65536u);
+  EXPECT_EQ(l.config.tensor_sites, 65536u);
+  EXPECT_EQ(l.config.tensor_max_ranges, 1024u);
   EXPECT_TRUE(l.warnings.empty());
   // Every key is in the configuration in force, with its default.
   EXPECT_EQ(l.config.in_force.size(), configKeys().size());
   EXPECT_EQ(inForce(l.config, "TCGD_RING_RECORDS"), "262144");
   EXPECT_EQ(inForce(l.config, "TCGD_RUN"), "python3");
+  EXPECT_EQ(inForce(l.config, "TCGD_TENSOR"), "");
+  EXPECT_EQ(inForce(l.config, "TCGD_TENSOR_SLOTS"), "65536");
+  EXPECT_EQ(inForce(l.config, "TCGD_TENSOR_SITES"), "65536");
+  EXPECT_EQ(inForce(l.config, "TCGD_TENSOR_MAX_RANGES"), "1024");
 }
 
 TEST(Config, EveryKeyIsApplied) {
@@ -84,6 +94,10 @@ TEST(Config, EveryKeyIsApplied) {
                              {"TCGD_PAYLOAD_SLOTS", "16777216"},
                              {"TCGD_EXIT_TIMEOUT_MS", "0"},
                              {"TCGD_RECORDER", "/opt/tcgd/bin/tcgd-recorder"},
+                             {"TCGD_TENSOR", "fingerprint:kernel=~gemm,when=capture"},
+                             {"TCGD_TENSOR_SLOTS", "16777216"},
+                             {"TCGD_TENSOR_SITES", "1500"},
+                             {"TCGD_TENSOR_MAX_RANGES", "4096"},
                              {"RANK", "3"},
                              {"WORLD_SIZE", "8"},
                              {"LOCAL_RANK", "1"}}));
@@ -103,6 +117,11 @@ TEST(Config, EveryKeyIsApplied) {
   EXPECT_EQ(l.config.rank, 3);
   EXPECT_EQ(l.config.world_size, 8);
   EXPECT_EQ(l.config.local_rank, 1);
+  EXPECT_EQ(l.config.tensor, "fingerprint:kernel=~gemm,when=capture");
+  EXPECT_EQ(l.config.tensor_slots, 16777216u);
+  EXPECT_EQ(l.config.tensor_sites, 1500u);
+  EXPECT_EQ(l.config.tensor_max_ranges, 4096u);
+  EXPECT_EQ(inForce(l.config, "TCGD_TENSOR"), "fingerprint:kernel=~gemm,when=capture");
   EXPECT_EQ(inForce(l.config, "TCGD_OUTPUT"), "/tmp/out");
   EXPECT_EQ(inForce(l.config, "TCGD_RING_RECORDS"), "1024");
   EXPECT_TRUE(l.warnings.empty());
@@ -146,7 +165,45 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"TCGD_PAYLOAD_SLOTS", "0x1000"},
                       BadValue{"TCGD_EXIT_TIMEOUT_MS", "soon"},
                       BadValue{"TCGD_EXIT_TIMEOUT_MS", "3600001"}, BadValue{"TCGD_RECORDER", ""},
-                      BadValue{"TCGD_CONFIG", ""}));
+                      BadValue{"TCGD_CONFIG", ""}, BadValue{"TCGD_TENSOR_SLOTS", "512"},
+                      BadValue{"TCGD_TENSOR_SLOTS", "65535"},
+                      BadValue{"TCGD_TENSOR_SLOTS", "33554432"},
+                      BadValue{"TCGD_TENSOR_SITES", "1023"},
+                      BadValue{"TCGD_TENSOR_SITES", "16777217"},
+                      BadValue{"TCGD_TENSOR_SITES", "many"},
+                      BadValue{"TCGD_TENSOR_MAX_RANGES", "0"},
+                      BadValue{"TCGD_TENSOR_MAX_RANGES", "4097"}));
+
+TEST(Config, TensorRuleErrorSaysWhatIsWrongInOneLine) {
+  const Loaded l = load(env({{"TCGD_TENSOR", "fingerprint:kernal=~x"}}));
+  ASSERT_FALSE(l.status.isOk());
+  EXPECT_EQ(l.status.message(),
+            "TCGD_TENSOR=fingerprint:kernal=~x: rule 1: unknown key 'kernal' (did you mean "
+            "'kernel'? expected one of kernel, exclude, invocations, when, graphs, replays, args, "
+            "max-bytes, dtype, copies)");
+  const Loaded r = load(env({{"TCGD_TENSOR", " fingerprint;record:kernel=~gemm "}}));
+  ASSERT_FALSE(r.status.isOk());
+  EXPECT_EQ(r.status.message(),
+            "TCGD_TENSOR=fingerprint;record:kernel=~gemm: rule 2: record: not available in this "
+            "build (only fingerprint)");
+  TempFile file("TCGD_TENSOR='fingerprint:invocations=5-3'\n");
+  const Loaded f = load(env({{"TCGD_CONFIG", file.path()}}));
+  ASSERT_FALSE(f.status.isOk());
+  EXPECT_EQ(f.status.message(), file.path() +
+                                    ":1: TCGD_TENSOR=fingerprint:invocations=5-3: rule 1: "
+                                    "invocations=5-3: empty range (5 > 3)");
+}
+
+TEST(Config, TensorOffAndRules) {
+  for (const char* value : {"off", "fingerprint", "fingerprint:kernel=~gemm|softmax",
+                            "fingerprint:when=capture,replays=0-2",
+                            "fingerprint:kernel=~^void at::native::.*elementwise,max-bytes=64K"}) {
+    const Loaded l = load(env({{"TCGD_TENSOR", value}}));
+    ASSERT_TRUE(l.status.isOk()) << value << ": " << l.status.message();
+    EXPECT_EQ(l.config.tensor, value);
+    EXPECT_EQ(inForce(l.config, "TCGD_TENSOR"), value);
+  }
+}
 
 TEST(Config, EnableAcceptsSynonyms) {
   for (const char* on : {"1", "true", "yes", "on"}) {
@@ -289,6 +346,110 @@ TEST(Config, RunNameFromProgramIsSanitized) {
   EXPECT_EQ(runNameFromProgram(".hidden"), "hidden");
   EXPECT_EQ(runNameFromProgram(""), "tcgd");
   EXPECT_EQ(runNameFromProgram(std::string(300, 'x')).size(), 128u);
+}
+
+TEST(Config, ScriptVariablesAreIgnoredSilentlyInTheEnvironment) {
+  const Loaded l = load(env({{"TCGD_BUILD_DIR", "build-demo"},
+                             {"TCGD_SANITIZE", "address,undefined"},
+                             {"TCGD_JOBS", "2"},
+                             {"TCGD_CHROMIUM", "/usr/bin/chromium"},
+                             {"TCGD_LIBRARY", "/opt/tcgd/lib/libtcgd.so"}}));
+  ASSERT_TRUE(l.status.isOk()) << l.status.message();
+  EXPECT_TRUE(l.warnings.empty()) << l.warnings.front();
+  for (const char* name : {"TCGD_BUILD_DIR", "TCGD_SANITIZE", "TCGD_JOBS", "TCGD_CHROMIUM"}) {
+    EXPECT_TRUE(isScriptVariable(name)) << name;
+    EXPECT_EQ(inForce(l.config, name), "<absent>") << name;  // not configuration
+  }
+  EXPECT_FALSE(isScriptVariable("TCGD_OUTPUT"));
+  // A near miss of a script variable is still an unknown variable.
+  const Loaded typo = load(env({{"TCGD_BUILDDIR", "x"}}));
+  ASSERT_EQ(typo.warnings.size(), 1u);
+  EXPECT_EQ(typo.warnings[0], "unknown variable TCGD_BUILDDIR; ignored");
+}
+
+TEST(Config, ScriptVariableInTheFileIsAWarning) {
+  TempFile file("TCGD_BUILD_DIR=out\n");
+  const Loaded l = load(env({{"TCGD_CONFIG", file.path()}}));
+  ASSERT_TRUE(l.status.isOk());
+  ASSERT_EQ(l.warnings.size(), 1u);
+  EXPECT_EQ(l.warnings[0], file.path() +
+                               ":1: TCGD_BUILD_DIR is a variable of tcgd's scripts, not a "
+                               "configuration key; ignored");
+}
+
+// The TCGD_* names a file uses as environment variables: not a CMake
+// definition (-DTCGD_WERROR=ON), not a configure_file substitution
+// (@TCGD_BIN_TO_LIB@), not a prefix pattern (TCGD_*).
+std::map<std::string, std::string> environmentNames(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::map<std::string, std::string> names;  // name -> file
+  const auto isNameChar = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  for (size_t at = text.find("TCGD_"); at != std::string::npos; at = text.find("TCGD_", at + 1)) {
+    if (at > 0 && (isNameChar(text[at - 1]) || (text[at - 1] >= 'a' && text[at - 1] <= 'z') ||
+                   text[at - 1] == '@'))
+      continue;
+    if (at > 1 && text.compare(at - 2, 2, "-D") == 0) continue;
+    size_t end = at + 5;
+    while (end < text.size() && isNameChar(text[end])) ++end;
+    const std::string name = text.substr(at, end - at);
+    if (end == at + 5 || name.back() == '_') continue;
+    names.emplace(name, path.lexically_relative(TCGD_SOURCE_DIR).string());
+  }
+  return names;
+}
+
+TEST(Config, ScriptsUseOnlyKeysAndKnownScriptVariables) {
+  // Names in these files that are not environment variables at all.
+  const std::map<std::string, std::string> not_variables = {
+      {"TCGD_KEY", "the launcher's help: a placeholder in \"TCGD_KEY=value lines\""},
+      {"TCGD_VERSION", "the launcher's own readonly shell variable, not exported"},
+  };
+  namespace fs = std::filesystem;
+  const fs::path root = TCGD_SOURCE_DIR;
+  std::vector<fs::path> files = {root / "tools/launcher/tcgd.in"};
+  for (const auto& e : fs::directory_iterator(root / "scripts"))
+    if (e.path().extension() == ".sh") files.push_back(e.path());
+  // The tests' shell scripts and the Python module read the environment too
+  // (the tests' Python checks print TCGD_* tags and name placeholders).
+  for (const auto& [tree, extension] : {std::pair{"tests", ".sh"}, std::pair{"tools/python", ".py"}})
+    for (const auto& e : fs::recursive_directory_iterator(root / tree))
+      if (e.path().extension() == extension) files.push_back(e.path());
+  size_t scanned = 0;
+  std::map<std::string, std::string> seen;
+  for (const fs::path& file : files) {
+    ASSERT_TRUE(fs::exists(file)) << file;
+    ++scanned;
+    seen.merge(environmentNames(file));
+  }
+  EXPECT_GE(scanned, 6u);
+  bool any_key = false;
+  for (const auto& [name, file] : seen) {
+    bool key = false;
+    for (const ConfigKey& k : configKeys()) key = key || name == k.name;
+    any_key = any_key || key;
+    EXPECT_TRUE(key || isScriptVariable(name) || not_variables.count(name) != 0)
+        << name << " (in " << file
+        << ") is neither a configuration key nor a script variable: add it to "
+           "kScriptVariables in agent/config.cpp (and docs/configuration.md)";
+  }
+  // The scan sees what it should: the launcher's keys and the scripts' own.
+  EXPECT_TRUE(any_key);
+  EXPECT_EQ(seen.count("TCGD_BUILD_DIR"), 1u);
+  EXPECT_EQ(seen.count("TCGD_WERROR"), 0u);      // -DTCGD_WERROR=ON
+  EXPECT_EQ(seen.count("TCGD_BIN_TO_LIB"), 0u);  // @TCGD_BIN_TO_LIB@
+}
+
+TEST(Config, EveryScriptVariableIsDocumented) {
+  std::ifstream in(TCGD_SOURCE_DIR "/docs/configuration.md");
+  ASSERT_TRUE(in) << "docs/configuration.md is missing";
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const ScriptVariable& v : scriptVariables()) {
+    EXPECT_NE(doc.find(std::string("`") + v.name + "`"), std::string::npos) << v.name;
+    for (const ConfigKey& k : configKeys()) EXPECT_NE(std::string(k.name), v.name);
+  }
 }
 
 TEST(Config, EveryTableKeyIsDocumented) {
