@@ -86,6 +86,25 @@ TCGD_HOST_DEVICE constexpr uint64_t wordHash(uint64_t j, uint64_t w) {
   return fmix64(w ^ (j * 0x9e3779b97f4a7c15ull) ^ 0x5bd1e9955bd1e995ull);
 }
 
+// ---- the element statistics ------------------------------------------------
+// Element i of a range is its bytes [i * dtypeBytes, (i + 1) * dtypeBytes);
+// only whole elements count (a trailing partial element is hashed, not
+// counted). Values: floats as they are (the float8 formats decoded exactly),
+// integers converted to double (64-bit ones rounded to nearest), bool 0 for a
+// zero byte and 1 for any other. A dtype outside the enum is fingerprinted as
+// kUnknown. min and max ignore the sign of zero: a zero extreme is +0.0.
+//
+// The order of the sums within a chunk is part of the format as well, so that
+// every implementation (the kernel on every architecture, the CPU reference
+// in tests/tensor) gives the same bits. The chunk's bytes are read as 16-byte
+// vectors q = 0, 1, ... (the last one possibly short); "thread"
+// t = q % kFingerprintBlockThreads takes its vectors in increasing q and each
+// vector's whole elements in address order, and adds every finite x as a
+// double, from +0.0: sum += x, sum_squares += x * x (each operation rounded,
+// no fused multiply-add). The thread sums s[t] are then added per warp of 32
+// threads as s[l] = s[l] + s[l + o] for o = 16, 8, 4, 2, 1 (lane 0 holds the
+// warp's sum), and the warp sums w[0..7] the same way for o = 4, 2, 1.
+
 // ---- the launch ----------------------------------------------------------
 
 // Chunk size of the partial fingerprints: a multiple of 8 (no element and no
@@ -100,7 +119,9 @@ inline constexpr uint32_t kMaxRangesPerLaunch = 96;
 
 // The kernel's one entry point (extern "C", in the embedded fatbin).
 inline constexpr const char* kFingerprintKernelName = "tcgd_fingerprint";
-// Threads per block the agent launches it with.
+// Threads per block the agent launches it with (a 1-D block; a launch with
+// any other block shape does nothing, not even count). Any grid works: the
+// blocks take the launch's chunks in turn, one chunk per block at a time.
 inline constexpr uint32_t kFingerprintBlockThreads = 256;
 
 struct FingerprintRange {

@@ -1,7 +1,7 @@
 // A CPU implementation of tcgd's fingerprint kernel (collectors/tensor/
 // fingerprint.cu), written from the contract in collectors/tensor/
 // fingerprint_abi.h and not from the kernel's code. Tests use it three ways:
-// the GPU check (tests/gpu/fingerprint_check) compares the kernel's slots
+// the GPU check (tests/tensor/fingerprint_gpu_check) compares the kernel's slots
 // with it; the fake CUDA driver (tests/fake_cuda) runs it when a CPU test
 // launches the fingerprint kernel; unit tests pin the contract (chunking,
 // hash independence, NaN/Inf rules).

@@ -1,0 +1,243 @@
+// The fingerprint contract (collectors/tensor/fingerprint_abi.h) computed
+// the plain way: one element at a time, values decoded by arithmetic from
+// their fields rather than by the bit tricks a kernel would use, and the
+// sums in the contract's order spelled out with arrays of thread and warp
+// sums. Slow, and meant to be obviously right.
+#include "tests/tensor/fingerprint_reference.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+
+namespace tcgd::tensor::reference {
+namespace {
+
+constexpr uint32_t kThreads = kFingerprintBlockThreads;
+constexpr uint32_t kVectorBytes = 16;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+bool known(uint8_t dtype) {
+  return dtype > static_cast<uint8_t>(Dtype::kUnknown) && dtype < static_cast<uint8_t>(Dtype::kCount);
+}
+
+uint64_t loadLe(const uint8_t* p, uint32_t n) {
+  uint64_t v = 0;
+  for (uint32_t i = 0; i < n; ++i) v |= uint64_t{p[i]} << (8 * i);
+  return v;
+}
+
+// A binary float with `exp_bits` exponent and `man_bits` mantissa bits,
+// IEEE-style (all-ones exponent: Inf or NaN), decoded with ldexp.
+double decodeIeee(uint64_t bits, int exp_bits, int man_bits) {
+  const uint64_t man = bits & ((uint64_t{1} << man_bits) - 1);
+  const uint64_t exp = (bits >> man_bits) & ((uint64_t{1} << exp_bits) - 1);
+  const bool negative = ((bits >> (man_bits + exp_bits)) & 1) != 0;
+  const int bias = (1 << (exp_bits - 1)) - 1;
+  double v;
+  if (exp == (uint64_t{1} << exp_bits) - 1) {
+    v = man == 0 ? kInf : std::numeric_limits<double>::quiet_NaN();
+  } else if (exp == 0) {
+    v = std::ldexp(static_cast<double>(man), 1 - bias - man_bits);
+  } else {
+    v = std::ldexp(static_cast<double>(man + (uint64_t{1} << man_bits)),
+                   static_cast<int>(exp) - bias - man_bits);
+  }
+  return negative ? -v : v;
+}
+
+// float8_e4m3fn: bias 7, 3 mantissa bits, no infinities; S.1111.111 is NaN
+// and S.1111.xxx otherwise an ordinary normal number (up to 448).
+double decodeE4m3(uint8_t b) {
+  if ((b & 0x7f) == 0x7f) return std::numeric_limits<double>::quiet_NaN();
+  const int exp = (b >> 3) & 0xf;
+  const int man = b & 7;
+  const double v = exp == 0 ? std::ldexp(man, -6 - 3) : std::ldexp(man + 8, exp - 7 - 3);
+  return (b & 0x80) != 0 ? -v : v;
+}
+
+// Element `i`'s value as a double (NaN and Inf as they are).
+double decode(Dtype d, const uint8_t* p) {
+  switch (d) {
+    case Dtype::kFloat32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case Dtype::kFloat64: {
+      double f;
+      std::memcpy(&f, p, 8);
+      return f;
+    }
+    case Dtype::kFloat16: return decodeIeee(loadLe(p, 2), 5, 10);
+    case Dtype::kBFloat16: return decodeIeee(loadLe(p, 2), 8, 7);
+    case Dtype::kFloat8E5M2: return decodeIeee(p[0], 5, 2);
+    case Dtype::kFloat8E4M3: return decodeE4m3(p[0]);
+    case Dtype::kInt8: return static_cast<int8_t>(p[0]);
+    case Dtype::kUInt8: return p[0];
+    case Dtype::kInt16: return static_cast<int16_t>(loadLe(p, 2));
+    case Dtype::kUInt16: return static_cast<uint16_t>(loadLe(p, 2));
+    case Dtype::kInt32: return static_cast<int32_t>(loadLe(p, 4));
+    case Dtype::kUInt32: return static_cast<uint32_t>(loadLe(p, 4));
+    case Dtype::kInt64: return static_cast<double>(static_cast<int64_t>(loadLe(p, 8)));
+    case Dtype::kUInt64: return static_cast<double>(loadLe(p, 8));
+    case Dtype::kBool: return p[0] != 0 ? 1.0 : 0.0;
+    default: return 0.0;
+  }
+}
+
+// The contract's reduction of 256 thread sums: per warp s[l] += s[l + o]
+// for o = 16..1, then the 8 warp sums for o = 4, 2, 1.
+double reduceSums(const std::array<double, kThreads>& thread_sums) {
+  std::array<double, kThreads / 32> warps{};
+  for (uint32_t w = 0; w < warps.size(); ++w) {
+    std::array<double, 32> s;
+    std::copy_n(thread_sums.begin() + 32 * w, 32, s.begin());
+    for (uint32_t o = 16; o > 0; o /= 2) {
+      for (uint32_t l = 0; l < o; ++l) s[l] = s[l] + s[l + o];
+    }
+    warps[w] = s[0];
+  }
+  for (uint32_t o = static_cast<uint32_t>(warps.size()) / 2; o > 0; o /= 2) {
+    for (uint32_t l = 0; l < o; ++l) warps[l] = warps[l] + warps[l + o];
+  }
+  return warps[0];
+}
+
+ObservationSlot chunkPartial(const uint8_t* range, uint64_t range_bytes, uint8_t dtype_value,
+                             uint64_t site, uint32_t exec, uint16_t range_index, uint32_t chunk,
+                             uint32_t chunks) {
+  ObservationSlot s{};
+  s.site = site;
+  s.exec = exec;
+  s.range = range_index;
+  s.chunk = chunk;
+  s.chunks = chunks;
+  s.minimum = kInf;
+  s.maximum = -kInf;
+  s.first_nonfinite = kNoIndex;
+
+  const uint64_t offset = uint64_t{chunk} * kChunkBytes;
+  const uint64_t n = range_bytes > offset ? std::min<uint64_t>(kChunkBytes, range_bytes - offset) : 0;
+  const uint8_t* data = range + offset;
+  // The hash: every 8-byte word of the chunk, numbered within the range.
+  for (uint64_t at = 0; at < n; at += 8) {
+    s.hash += wordHash((offset + at) / 8, loadLe(data + at, static_cast<uint32_t>(std::min<uint64_t>(8, n - at))));
+  }
+  if (!known(dtype_value)) {
+    s.dtype = static_cast<uint32_t>(Dtype::kUnknown);
+    s.flags = kSlotHashOnly;
+    s.elements = n;
+    return s;
+  }
+  const Dtype dtype = static_cast<Dtype>(dtype_value);
+  s.dtype = dtype_value;
+  const uint32_t size = dtypeBytes(dtype);
+  s.elements = n / size;
+  std::array<double, kThreads> sums{};
+  std::array<double, kThreads> squares{};
+  bool any_finite = false;
+  for (uint64_t i = 0; i < s.elements; ++i) {
+    const double x = decode(dtype, data + i * size);
+    if (std::isnan(x) || std::isinf(x)) {
+      if (std::isnan(x)) ++s.nan;
+      else if (x > 0) ++s.pos_inf;
+      else ++s.neg_inf;
+      s.first_nonfinite = std::min(s.first_nonfinite, offset / size + i);
+      continue;
+    }
+    if (x == 0) ++s.zero;
+    any_finite = true;
+    s.minimum = std::min(s.minimum, x);
+    s.maximum = std::max(s.maximum, x);
+    // Element i lies in vector i * size / 16, whose "thread" adds it next.
+    const uint32_t thread = static_cast<uint32_t>((i * size / kVectorBytes) % kThreads);
+    sums[thread] = sums[thread] + x;
+    squares[thread] = squares[thread] + x * x;
+  }
+  if (any_finite) {
+    if (s.minimum == 0) s.minimum = 0.0;  // +0.0 for either zero
+    if (s.maximum == 0) s.maximum = 0.0;
+  }
+  s.sum = reduceSums(sums);
+  s.sum_squares = reduceSums(squares);
+  return s;
+}
+
+uint32_t chunkCount(uint64_t bytes) {
+  return bytes == 0 ? 1u : static_cast<uint32_t>((bytes + kChunkBytes - 1) / kChunkBytes);
+}
+
+}  // namespace
+
+std::vector<ObservationSlot> partials(const void* data, uint64_t bytes, Dtype dtype, uint64_t site,
+                                      uint32_t exec, uint16_t range) {
+  const uint32_t chunks = chunkCount(bytes);
+  std::vector<ObservationSlot> out;
+  out.reserve(chunks);
+  for (uint32_t c = 0; c < chunks; ++c) {
+    out.push_back(chunkPartial(static_cast<const uint8_t*>(data), bytes, static_cast<uint8_t>(dtype),
+                               site, exec, range, c, chunks));
+  }
+  return out;
+}
+
+Observation observe(const void* data, uint64_t bytes, Dtype dtype) {
+  Observation o;
+  uint64_t sequence = 0;
+  for (const ObservationSlot& s : partials(data, bytes, dtype, 0, 0, 0)) addPartial(s, sequence++, &o);
+  return o;
+}
+
+std::vector<ObservationSlot> launchSlots(const FingerprintParams& params, uint32_t exec) {
+  std::vector<ObservationSlot> out;
+  if (exec < params.replay_first || exec > params.replay_last) return out;
+  const uint32_t count = std::min(params.range_count, kMaxRangesPerLaunch);
+  for (uint32_t r = 0; r < count; ++r) {
+    const FingerprintRange& range = params.ranges[r];
+    const auto* data = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(range.ptr));
+    for (uint32_t c = 0; c < range.chunks; ++c) {
+      out.push_back(chunkPartial(data, range.bytes, range.dtype, params.site, exec, range.index, c,
+                                 range.chunks));
+    }
+  }
+  return out;
+}
+
+void execute(const FingerprintParams& params) {
+  auto* state = reinterpret_cast<SiteState*>(static_cast<uintptr_t>(params.site_state));
+  const uint32_t exec = state != nullptr ? __atomic_load_n(&state->exec, __ATOMIC_ACQUIRE) : 0;
+  auto* ring = reinterpret_cast<ObservationRingDevice*>(static_cast<uintptr_t>(params.ring_device));
+  auto* host = reinterpret_cast<ObservationRingHost*>(static_cast<uintptr_t>(params.ring_host));
+  auto* slots = reinterpret_cast<ObservationSlot*>(static_cast<uintptr_t>(params.slots));
+  for (const ObservationSlot& partial : launchSlots(params, exec)) {
+    // Claim only while claimed - consumer < capacity, re-reading the
+    // recorder's position only when the ring looks full; otherwise drop.
+    const uint64_t seq = ring->claimed;
+    if (seq - ring->known_consumer >= params.capacity) {
+      const uint64_t consumer = __atomic_load_n(&host->consumer, __ATOMIC_ACQUIRE);
+      ring->known_consumer = std::max<uint64_t>(ring->known_consumer, consumer);
+    }
+    if (seq - ring->known_consumer >= params.capacity) {
+      const uint64_t d = ring->drops++;
+      __atomic_store_n(&host->drop_marks[d % kDropMarks], d + 1, __ATOMIC_RELEASE);
+      continue;
+    }
+    ring->claimed = seq + 1;
+    ObservationSlot* slot = &slots[seq & (params.capacity - 1)];
+    ObservationSlot copy = partial;
+    copy.commit = 0;
+    // Every field, then the commit word, released: a reader that sees the
+    // commit sees the fields.
+    std::memcpy(static_cast<void*>(slot), &copy, offsetof(ObservationSlot, commit));
+    __atomic_store_n(&slot->commit, seq + 1, __ATOMIC_RELEASE);
+  }
+  if (state != nullptr) {
+    __atomic_store_n(&state->done, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&state->exec, exec + 1, __ATOMIC_RELEASE);
+  }
+}
+
+}  // namespace tcgd::tensor::reference
