@@ -1,4 +1,4 @@
-// The report writer (tools/analyze/report/report_output.h): CSV quoting, the
+// The report writer (tools/analyze/report/report_output.h, commands/report_options.h): CSV quoting, the
 // terminal form, and the --output directory: refusal of a non-empty
 // directory, --overwrite, and atomic files.
 #include <sys/stat.h>
@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/cli.h"
+#include "commands/report_options.h"
 #include "report/report_output.h"
 #include "synthetic_bundle.h"
 

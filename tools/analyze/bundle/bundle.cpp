@@ -4,7 +4,7 @@
 
 #include "bundle_reader.h"
 #include "channel/record.h"
-#include "cli/cli.h"
+#include "cli/error.h"
 
 namespace tcgd::analyze {
 namespace {

@@ -60,6 +60,8 @@ class SchemaTable {
   void addSerialized(std::string_view text);
   const RecordType* find(uint32_t id) const;
   size_t size() const { return types_.size(); }
+  // Every type, by id (in no particular order).
+  const std::unordered_map<uint32_t, RecordType>& types() const { return types_; }
   // Descriptors that did not parse, as "type NAME word K: 'text'", for validate.
   const std::vector<std::string>& problems() const { return problems_; }
 

@@ -1,5 +1,7 @@
 // The command-line front of tcgd-analyze: a registry of (possibly nested)
-// subcommands, each with its own options and --help, and the argument parser.
+// subcommands, each with its own options and --help, the argument parser and
+// the buffered stdout the commands write to. Errors and exit codes are in
+// cli/error.h.
 //
 // Verb groups ("memory", "tensor") are registered like commands; a command's
 // path is its words ("info", or "memory" "summary"). Adding a command means
@@ -11,11 +13,12 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "cli/error.h"
 
 namespace tcgd::analyze {
 
@@ -24,31 +27,6 @@ inline constexpr const char* kProgramName = "tcgd-analyze";
 // "tcgd-analyze: warning: ABOUT: TEXT" on stderr, one line per warning
 // (without "ABOUT: " when about is empty).
 void printWarnings(const std::vector<std::string>& warnings, std::string_view about = {});
-
-// Exit codes shared by every command.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFinding = 1;  // e.g. validate: readable but torn or incomplete
-inline constexpr int kExitError = 2;    // bad input, bad usage, unreadable file
-
-// An error for the user: one line, no "error:" prefix, mapped to exit 2 in
-// main. Thrown anywhere in analyzer code (STYLE.md: analyzer side uses
-// exceptions carrying a user-facing message).
-class AnalyzeError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// A command-line mistake; main adds a hint naming the right --help.
-class UsageError : public AnalyzeError {
- public:
-  UsageError(std::string message, std::string help_command)
-      : AnalyzeError(std::move(message)), help_command_(std::move(help_command)) {}
-  // e.g. "tcgd-analyze info --help"
-  const std::string& helpCommand() const { return help_command_; }
-
- private:
-  std::string help_command_;
-};
 
 // Buffered stdout. Commands append text to buffer() and call maybeFlush()
 // now and then; dump writes millions of lines, so no per-line syscall.

@@ -1,12 +1,13 @@
 // `tcgd-analyze info BUNDLE [--json]`: what a bundle holds.
 #include <fmt/format.h>
 
-#include <ctime>
 #include <iterator>
 #include <map>
 
 #include "bundle/bundle.h"
 #include "commands/commands.h"
+#include "report/format.h"
+#include "report/graph_report.h"
 #include "report/info_report.h"
 #include "report/json_writer.h"
 
@@ -19,28 +20,6 @@ constexpr size_t kTextKernelNames = 10;
 template <typename Map>
 std::map<std::string, std::string> sorted(const Map& map) {
   return std::map<std::string, std::string>(map.begin(), map.end());
-}
-
-std::string formatUnixTime(uint64_t unix_ns) {
-  if (unix_ns == 0) return "unknown";
-  const std::time_t seconds = static_cast<std::time_t>(unix_ns / 1000000000);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &tm);
-  return fmt::format("{}.{:03} UTC", text, unix_ns / 1000000 % 1000);
-}
-
-std::string formatRelative(int64_t ns) {
-  const uint64_t magnitude = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-  return fmt::format("{}{}.{:06}s", ns < 0 ? '-' : '+', magnitude / 1000000000,
-                     magnitude / 1000 % 1000000);
-}
-
-std::string formatBytes(uint64_t bytes) {
-  if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1 << 30));
-  if (bytes >= (uint64_t{1} << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
-  return fmt::format("{} B", bytes);
 }
 
 void appendRows(const std::vector<std::vector<std::string>>& rows, std::string* out) {
@@ -90,7 +69,7 @@ void writeText(const Bundle& bundle, const InfoCounts& counts, std::string* out)
     fmt::format_to(it, "Run        {}\n", run);
     fmt::format_to(it, "Host       {}, pid {}\n", header.host().empty() ? "unknown" : header.host(),
                    header.pid());
-    fmt::format_to(it, "Started    {}\n", formatUnixTime(header.start_time_unix_ns()));
+    fmt::format_to(it, "Started    {}\n", unixTimeText(header.start_time_unix_ns()));
     if (header.command_line_size() > 0) {
       fmt::format_to(it, "Command    {}\n", fmt::join(header.command_line(), " "));
     }
@@ -110,7 +89,7 @@ void writeText(const Bundle& bundle, const InfoCounts& counts, std::string* out)
     for (const auto& device : provenance.devices()) {
       rows.push_back({std::to_string(device.ordinal()), device.name(),
                       fmt::format("sm_{}{}", device.capability_major(), device.capability_minor()),
-                      formatBytes(device.total_memory()), device.uuid(), device.pci_bus_id()});
+                      shortBytes(device.total_memory()), device.uuid(), device.pci_bus_id()});
     }
     appendRows(rows, out);
   }
@@ -129,7 +108,7 @@ void writeText(const Bundle& bundle, const InfoCounts& counts, std::string* out)
     for (const auto& point : bundle.points()) {
       rows.push_back({std::to_string(point.sequence()),
                       bundle.hasHeader()
-                          ? formatRelative(static_cast<int64_t>(point.time_ns() - header.start_monotonic_ns()))
+                          ? relativeSeconds(static_cast<int64_t>(point.time_ns() - header.start_monotonic_ns()))
                           : std::to_string(point.time_ns()),
                       point.origin(), point.name()});
     }

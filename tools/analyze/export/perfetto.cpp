@@ -6,10 +6,9 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <unordered_map>
 
+#include "model/graph_timeline.h"
 #include "report/json_writer.h"
-#include "bundle/record_schema.h"
 
 namespace tcgd::analyze {
 namespace {
@@ -22,30 +21,6 @@ constexpr uint64_t kOtherTrack = 1;
 constexpr uint64_t kFirstStreamTrack = 16;
 // A graph launch record is the host call: its slice gets a nominal length.
 constexpr double kLaunchMicros = 1.0;
-
-// The graph records a trace shows, by schema name.
-enum class GraphOp : uint8_t { kNone, kBeginCapture, kEndCapture, kLaunch };
-
-GraphOp graphOp(const std::string& name) {
-  if (name.starts_with("cuStreamBeginCapture")) return GraphOp::kBeginCapture;
-  if (name.starts_with("cuStreamEndCapture")) return GraphOp::kEndCapture;
-  if (name.starts_with("cuGraphLaunch") || name.starts_with("cudaGraphLaunch"))
-    return GraphOp::kLaunch;
-  return GraphOp::kNone;
-}
-
-struct TypeInfo {
-  GraphOp op = GraphOp::kNone;
-  std::string name;
-  const FieldSpec* stream = nullptr;
-  const FieldSpec* graph = nullptr;  // end capture: graph; launch: exec
-  const FieldSpec* result = nullptr;
-};
-
-uint64_t fieldValue(const FieldSpec* field, const proto::DecodedRecord& record) {
-  if (field == nullptr || field->word == kFlagsWord) return 0;
-  return fieldBits(*field, record.words[field->word]);
-}
 
 struct Slice {
   uint64_t stream = 0;
@@ -102,48 +77,20 @@ class TraceWriter {
   uint64_t base_ = 0;
 };
 
-std::vector<Slice> graphSlices(const Bundle& bundle, uint64_t* first_ns) {
-  std::unordered_map<uint32_t, TypeInfo> types;
+// Captures and launches in the order their first record came.
+std::vector<Slice> graphSlices(const GraphTimeline& timeline) {
+  std::vector<std::pair<uint64_t, Slice>> ordered;  // (sequence, slice)
+  for (const TimelineCapture& c : timeline.captures()) {
+    ordered.push_back({c.began, Slice{c.stream, c.began_ns, c.ended ? c.ended_ns : c.began_ns, false,
+                                      c.api, c.ended ? c.graph : 0, c.end_result, c.ended.has_value()}});
+  }
+  for (const TimelineLaunch& l : timeline.launches()) {
+    ordered.push_back({l.sequence, Slice{l.stream, l.time_ns, l.time_ns, true, l.api, l.exec, l.result, true}});
+  }
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Slice> slices;
-  std::map<uint64_t, size_t> open;  // stream -> its capture's slice
-  bundle.forEachRecordBatch([&](const std::vector<proto::DecodedRecord>& records) {
-    for (const auto& record : records) {
-      if (record.time_ns != 0) *first_ns = std::min(*first_ns, record.time_ns);
-      auto [it, inserted] = types.try_emplace(record.type);
-      TypeInfo& info = it->second;
-      if (inserted) {
-        if (const RecordType* type = bundle.schemas().find(record.type)) {
-          info.op = graphOp(type->name);
-          info.name = type->name;
-          for (const FieldSpec& field : type->fields) {
-            if (field.name == "stream") info.stream = &field;
-            if (field.name == "graph" || field.name == "exec") info.graph = &field;
-            if (field.name == "result") info.result = &field;
-          }
-        }
-      }
-      if (info.op == GraphOp::kNone) continue;
-      const uint64_t stream = fieldValue(info.stream, record);
-      const uint64_t result = fieldValue(info.result, record);
-      if (info.op == GraphOp::kBeginCapture) {
-        if (result != 0) continue;  // no capture began
-        open[stream] = slices.size();
-        slices.push_back({stream, record.time_ns, record.time_ns, false, info.name, 0, 0, false});
-      } else if (info.op == GraphOp::kEndCapture) {
-        auto found = open.find(stream);
-        if (found == open.end()) continue;
-        Slice& slice = slices[found->second];
-        slice.end_ns = record.time_ns;
-        slice.graph = fieldValue(info.graph, record);
-        slice.result = result;
-        slice.ended = true;
-        open.erase(found);
-      } else {
-        slices.push_back({stream, record.time_ns, record.time_ns, true, info.name,
-                          fieldValue(info.graph, record), result, true});
-      }
-    }
-  });
+  for (auto& [sequence, slice] : ordered) slices.push_back(std::move(slice));
   return slices;
 }
 
@@ -161,8 +108,9 @@ std::string poolCounterName(const tb::PoolId& pool, int32_t device, bool several
 
 std::string perfettoTrace(const Bundle& bundle, const MemorySummary& summary,
                           const MemoryHistory& history) {
-  uint64_t first_ns = UINT64_MAX;
-  const std::vector<Slice> slices = graphSlices(bundle, &first_ns);
+  const GraphTimeline timeline = buildGraphTimeline(bundle);
+  const uint64_t first_ns = timeline.firstRecordNs();
+  const std::vector<Slice> slices = graphSlices(timeline);
   std::set<int32_t> devices;
   for (const PointMemory& point : summary.points) {
     for (const int32_t device : pointDevices(point)) devices.insert(device);

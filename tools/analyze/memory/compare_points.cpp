@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <set>
 
-#include "cli/cli.h"
+#include "cli/error.h"
 
 namespace tcgd::analyze {
 namespace {

@@ -9,8 +9,9 @@
 #include <unordered_map>
 
 #include "bundle/bundle.h"
-#include "cli/cli.h"
+#include "cli/error.h"
 #include "model/graph_inventory.h"
+#include "model/graph_timeline.h"
 #include "model/memory_history.h"
 #include "memory/memory_summary.h"
 
@@ -18,51 +19,6 @@ namespace tcgd::analyze {
 namespace {
 
 namespace tb = torchbridge;
-
-// The graph records by what they are (matched by schema name, as
-// model/graph_inventory.cpp does; layouts in interpose/hooks.def).
-enum class GraphOp { kNone, kBegin, kEnd, kInstantiate, kLaunch, kExecDestroy, kGraphDestroy, kReleaseFailed };
-
-GraphOp classify(const std::string& name) {
-  if (name.rfind("cuStreamBeginCapture", 0) == 0) return GraphOp::kBegin;
-  if (name.rfind("cuStreamEndCapture", 0) == 0) return GraphOp::kEnd;
-  if (name.rfind("cuGraphInstantiate", 0) == 0) return GraphOp::kInstantiate;
-  if (name.rfind("cuGraphLaunch", 0) == 0 || name.rfind("cudaGraphLaunch", 0) == 0) return GraphOp::kLaunch;
-  if (name == "cuGraphExecDestroy") return GraphOp::kExecDestroy;
-  if (name == "cuGraphDestroy") return GraphOp::kGraphDestroy;
-  if (name == "release_failed") return GraphOp::kReleaseFailed;
-  return GraphOp::kNone;
-}
-
-// A field of a record by its schema name; 0 when the type has no such field.
-uint64_t field(const RecordType* type, const proto::DecodedRecord& record, const char* name) {
-  if (type == nullptr) return 0;
-  for (const FieldSpec& spec : type->fields)
-    if (spec.name == name && spec.word < channel::kRecordWords) return fieldBits(spec, record.words[spec.word]);
-  return 0;
-}
-
-struct GraphRecord {
-  proto::DecodedRecord record;
-  GraphOp op = GraphOp::kNone;
-  const RecordType* type = nullptr;
-};
-
-std::vector<GraphRecord> graphRecords(const Bundle& bundle, std::vector<std::string>* warnings) {
-  std::unordered_map<uint32_t, GraphOp> ops;
-  std::vector<GraphRecord> out;
-  const auto failed = bundle.forEachRecordBatch([&](const std::vector<proto::DecodedRecord>& records) {
-    for (const auto& record : records) {
-      auto it = ops.find(record.type);
-      if (it == ops.end()) it = ops.emplace(record.type, classify(bundle.typeName(record.type))).first;
-      if (it->second != GraphOp::kNone) out.push_back({record, it->second, bundle.schemas().find(record.type)});
-    }
-  });
-  for (const auto& line : failed) warnings->push_back(line);
-  std::sort(out.begin(), out.end(),
-            [](const GraphRecord& a, const GraphRecord& b) { return a.record.sequence < b.record.sequence; });
-  return out;
-}
 
 std::string fingerprintOf(const GraphInventory& inventory) {
   std::string text = fmt::format("{} nodes:", inventory.nodes);
@@ -72,102 +28,45 @@ std::string fingerprintOf(const GraphInventory& inventory) {
   return text;
 }
 
-// Captures, their execs, launches and destructions, in order.
-void buildCaptures(const std::vector<GraphRecord>& records, const std::vector<GraphInventory>& inventories,
+// Captures, their execs, launches and destructions, in order (the graph
+// timeline's captures, with the executions of their graphs).
+void buildCaptures(const GraphTimeline& timeline, const std::vector<GraphInventory>& inventories,
                    LeaksReport& out) {
-  std::map<uint64_t, size_t> open;        // stream -> capture index, while capturing
-  std::map<uint64_t, size_t> by_graph;    // graph handle -> latest capture
-  std::map<uint64_t, std::pair<size_t, size_t>> by_exec;  // exec -> (capture, exec index)
-  for (size_t i = 0; i < records.size(); ++i) {
-    const GraphRecord& g = records[i];
-    const proto::DecodedRecord& r = g.record;
-    const uint64_t result = field(g.type, r, "result");
-    switch (g.op) {
-      case GraphOp::kBegin: {
-        if (result != 0) break;
-        Capture capture;
-        capture.number = static_cast<uint32_t>(out.captures.size() + 1);
-        capture.stream = field(g.type, r, "stream");
-        capture.began = r.sequence;
-        open[capture.stream] = out.captures.size();
-        out.captures.push_back(std::move(capture));
-        break;
+  out.unknown_launches = timeline.unknownLaunches();
+  for (const TimelineExec& e : timeline.execs()) {
+    if (e.capture == kNoIndex) out.unknown_launches += e.launches.size();  // not a captured graph
+  }
+  for (const TimelineCapture& c : timeline.captures()) {
+    Capture capture;
+    capture.number = c.number;
+    capture.stream = c.stream;
+    capture.began = c.began;
+    capture.ended = c.ended;
+    capture.end_result = c.end_result;
+    capture.graph = c.ended && c.end_result == 0 ? c.graph : 0;
+    capture.graph_destroyed = c.graph_destroyed;
+    if (capture.graph != 0) {
+      // The inventory is recorded just before the end record (docs/graphs.md).
+      const GraphInventory* best = nullptr;
+      for (const GraphInventory& inventory : inventories)
+        if (inventory.graph == capture.graph && inventory.sequence < *c.ended &&
+            inventory.sequence > capture.began)
+          best = &inventory;
+      if (best != nullptr) {
+        capture.fingerprint = fingerprintOf(*best);
+        capture.nodes = best->nodes;
       }
-      case GraphOp::kEnd: {
-        const auto it = open.find(field(g.type, r, "stream"));
-        if (it == open.end()) break;
-        Capture& capture = out.captures[it->second];
-        open.erase(it);
-        capture.ended = r.sequence;
-        capture.end_result = static_cast<uint32_t>(result);
-        capture.graph = result == 0 ? field(g.type, r, "graph") : 0;
-        if (capture.graph == 0) break;
-        by_graph[capture.graph] = static_cast<size_t>(capture.number - 1);
-        // The inventory is recorded just before the end record (docs/graphs.md).
-        const GraphInventory* best = nullptr;
-        for (const GraphInventory& inventory : inventories)
-          if (inventory.graph == capture.graph && inventory.sequence < r.sequence &&
-              inventory.sequence > capture.began)
-            best = &inventory;
-        if (best != nullptr) {
-          capture.fingerprint = fingerprintOf(*best);
-          capture.nodes = best->nodes;
-        }
-        break;
-      }
-      case GraphOp::kInstantiate: {
-        if (result != 0) break;
-        const auto it = by_graph.find(field(g.type, r, "graph"));
-        if (it == by_graph.end()) break;
-        Capture& capture = out.captures[it->second];
-        GraphExec exec;
-        exec.exec = field(g.type, r, "exec");
-        exec.instantiated = r.sequence;
-        by_exec[exec.exec] = {it->second, capture.execs.size()};
-        capture.execs.push_back(exec);
-        break;
-      }
-      case GraphOp::kLaunch: {
-        if (result != 0) break;
-        const auto it = by_exec.find(field(g.type, r, "exec"));
-        if (it == by_exec.end()) {
-          ++out.unknown_launches;
-          break;
-        }
-        out.captures[it->second.first].execs[it->second.second].launches.push_back(r.sequence);
-        break;
-      }
-      case GraphOp::kExecDestroy:
-      case GraphOp::kGraphDestroy: {
-        // A release recorded before it was forwarded; a release_failed
-        // record right after it says it did not happen.
-        const uint64_t handle = field(g.type, r, g.op == GraphOp::kExecDestroy ? "exec" : "graph");
-        bool undone = false;
-        for (size_t j = i + 1; j < records.size() && j < i + 64; ++j) {
-          const GraphRecord& next = records[j];
-          if (next.op == GraphOp::kReleaseFailed && field(next.type, next.record, "ptr") == handle &&
-              field(next.type, next.record, "release_type") == r.type) {
-            undone = true;
-            break;
-          }
-        }
-        if (undone) break;
-        if (g.op == GraphOp::kExecDestroy) {
-          const auto it = by_exec.find(handle);
-          if (it == by_exec.end()) break;
-          out.captures[it->second.first].execs[it->second.second].destroyed = r.sequence;
-          by_exec.erase(it);
-        } else {
-          const auto it = by_graph.find(handle);
-          if (it == by_graph.end()) break;
-          out.captures[it->second].graph_destroyed = r.sequence;
-          by_graph.erase(it);
-        }
-        break;
-      }
-      case GraphOp::kReleaseFailed:
-      case GraphOp::kNone: break;
     }
+    for (const size_t index : c.execs) {
+      const TimelineExec& e = timeline.execs()[index];
+      GraphExec exec;
+      exec.exec = e.exec;
+      exec.instantiated = e.instantiated;
+      for (const size_t launch : e.launches) exec.launches.push_back(timeline.launches()[launch].sequence);
+      exec.destroyed = e.destroyed;
+      capture.execs.push_back(std::move(exec));
+    }
+    out.captures.push_back(std::move(capture));
   }
 }
 
@@ -350,8 +249,9 @@ LeaksReport findLeaks(const Bundle& bundle, const MemorySummary& summary, const 
   out.min_intervals = options.min_intervals;
   for (const auto& warning : summary.warnings) out.warnings.push_back(warning);
 
-  const std::vector<GraphRecord> records = graphRecords(bundle, &out.warnings);
-  buildCaptures(records, collectGraphInventories(bundle), out);
+  const GraphTimeline timeline = buildGraphTimeline(bundle);
+  for (const auto& line : timeline.warnings()) out.warnings.push_back(line);
+  buildCaptures(timeline, collectGraphInventories(bundle), out);
   attributePools(history, out);
 
   // The points with a snapshot, by sequence.

@@ -6,7 +6,8 @@
 #include <map>
 #include <unordered_map>
 
-#include "cli/cli.h"
+#include "bundle/stack_blob.h"
+#include "cli/error.h"
 
 namespace tcgd::analyze {
 using Kind = MemoryEventKind;
@@ -292,33 +293,23 @@ std::string stackText(const Bundle& bundle, const StackRef& stack, size_t depth)
     return stack.native ? fmt::format("native stack {:#018x} (frames not stored)", stack.hash)
                         : fmt::format("stack blob#{} (not stored)", stack.blob);
   }
-  // native: "native-stack v1", then offset<TAB>module per frame; torch:
-  // "torch-stack v1", then function<TAB>file<TAB>line per frame.
   std::vector<ShownFrame> frames;
-  std::string_view text = blob->data;
-  bool header = true, python = false;
-  while (!text.empty()) {
-    const size_t newline = text.find('\n');
-    const std::string_view line = text.substr(0, newline);
-    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
-    if (header) {
-      header = false;
+  bool python = false;
+  for (const StackLine& line : splitStackBlob(blob->data).frames) {
+    if (line.columns == 1) {
+      frames.push_back({std::string(line.first), false});
       continue;
     }
-    if (line.empty() || line == "truncated") continue;
-    const size_t tab = line.find('\t');
-    if (tab == std::string_view::npos) {
-      frames.push_back({std::string(line), false});
-      continue;
-    }
-    const std::string_view first = line.substr(0, tab);
-    const std::string_view rest = line.substr(tab + 1);
-    const size_t tab2 = rest.find('\t');
-    if (stack.native || tab2 == std::string_view::npos) {
+    const std::string_view first = line.first;
+    if (stack.native || line.columns == 2) {
+      // native: offset<TAB>module (bundle/stack_blob.h)
+      const std::string rest = line.columns == 2 ? std::string(line.second)
+                                                 : std::string(line.second) + "\t" + std::string(line.third);
       frames.push_back({fmt::format("{}+{}", baseName(rest), first), false});
       continue;
     }
-    const std::string_view file = rest.substr(0, tab2), number = rest.substr(tab2 + 1);
+    // torch: function<TAB>file<TAB>line
+    const std::string_view file = line.second, number = line.third;
     const bool is_python = file.ends_with(".py") || file.starts_with("<");
     if (!is_python && frames.empty() && recorderFrame(first)) continue;
     python = python || is_python;

@@ -6,22 +6,13 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "records/memory_records.h"
+#include "records/record_catalog.h"
+
 namespace tcgd::analyze {
 namespace {
 
 namespace tb = torchbridge;
-
-// Record types are matched by their schema name, not their id: the name is
-// what the bundle itself says the record is.
-enum class Interest {
-  kNone,
-  kSnapshot,
-  kMemGetInfo,
-  kPointMemory,
-  kPoint,
-  kTorchStatus,
-  kOtherProcesses
-};
 
 struct SnapshotAssembly {
   tb::SnapshotParts parts;
@@ -42,38 +33,6 @@ const char* snapshotStatusName(uint16_t status) {
 }
 
 }  // namespace
-
-std::string poolLabel(const tb::PoolId& pool) {
-  const char* kind = "other";
-  switch (tb::poolKind(pool)) {
-    case tb::PoolKind::kDefault: kind = "default"; break;
-    case tb::PoolKind::kGraph: kind = "graph-private"; break;
-    case tb::PoolKind::kUser: kind = "user MemPool"; break;
-    case tb::PoolKind::kOther: break;
-  }
-  return fmt::format("{} ({},{})", kind, pool.first, pool.second);
-}
-
-std::string humanBytes(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB"};
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  double value = static_cast<double>(bytes);
-  int unit = -1;
-  while (unit < 2 && value >= 1024.0) {
-    value /= 1024.0;
-    ++unit;
-  }
-  std::string text = fmt::format("{:.2f}", value);
-  while (text.back() == '0') text.pop_back();
-  if (text.back() == '.') text.pop_back();
-  return text + " " + kUnits[unit];
-}
-
-std::string signedBytes(int64_t bytes) {
-  return bytes < 0 ? "-" + humanBytes(0 - static_cast<uint64_t>(bytes)) : humanBytes(static_cast<uint64_t>(bytes));
-}
-
-std::string plusBytes(int64_t bytes) { return (bytes > 0 ? "+" : "") + signedBytes(bytes); }
 
 namespace {
 
@@ -170,7 +129,7 @@ void markCoalescedSnapshots(std::vector<PointMemory>* points) {
 
 MemorySummary summarizeMemory(const Bundle& bundle, const SummaryOptions& options) {
   MemorySummary summary;
-  std::unordered_map<uint32_t, Interest> interest;
+  const RecordCatalog catalog(bundle);
   std::map<uint64_t, SnapshotAssembly> snapshots;  // by point ordinal
   std::vector<std::pair<int32_t, DriverUsage>> usages;  // in file order
   // Measured by the agent at the point itself, by point ordinal and device.
@@ -193,68 +152,65 @@ MemorySummary summarizeMemory(const Bundle& bundle, const SummaryOptions& option
   }
   DriverMemoryReplay replay(bundle, std::move(sequences));
 
-  const auto classify = [&](uint32_t type) {
-    auto it = interest.find(type);
-    if (it != interest.end()) return it->second;
-    const std::string name = bundle.typeName(type);
-    Interest kind = Interest::kNone;
-    if (name == "allocator_snapshot") kind = Interest::kSnapshot;
-    if (name == "cuMemGetInfo_v2") kind = Interest::kMemGetInfo;
-    if (name == "point_device_memory") kind = Interest::kPointMemory;
-    if (name == "point") kind = Interest::kPoint;
-    if (name == "allocator_status") kind = Interest::kTorchStatus;
-    if (name == "point_other_processes") kind = Interest::kOtherProcesses;
-    interest.emplace(type, kind);
-    return kind;
-  };
-
   summary.warnings = bundle.forEachRecordBatch([&](const std::vector<proto::DecodedRecord>& records) {
     for (const auto& record : records) {
       replay.observe(record);
-      const Interest kind = classify(record.type);
-      if (kind == Interest::kSnapshot) {
-        summary.any_snapshot_record = true;
-        SnapshotAssembly& assembly = snapshots[record.words[0]];
-        if (!assembly.seen) {
-          assembly.seen = true;
-          assembly.sequence = record.sequence;
+      switch (catalog.kind(record.type)) {
+        case RecordKind::kAllocatorSnapshot: {
+          summary.any_snapshot_record = true;
+          const SnapshotPartRecord part = SnapshotPartRecord::of(record);
+          SnapshotAssembly& assembly = snapshots[part.ordinal];
+          if (!assembly.seen) {
+            assembly.seen = true;
+            assembly.sequence = record.sequence;
+          }
+          assembly.status = part.status;
+          const BlobInfo* blob = part.blob != 0 ? bundle.blob(part.blob) : nullptr;
+          if (blob == nullptr) {
+            assembly.missing_part = true;
+            break;
+          }
+          assembly.parts.add(part.part, part.parts, part.total_bytes, blob->data.data(),
+                             blob->data.size());
+          break;
         }
-        assembly.status = static_cast<uint16_t>(record.words[4] >> 16);
-        const BlobInfo* blob = record.words[1] != 0 ? bundle.blob(record.words[1]) : nullptr;
-        if (blob == nullptr) {
-          assembly.missing_part = true;
-          continue;
+        case RecordKind::kMemGetInfo: {
+          // A failed call says nothing.
+          const MemGetInfoRecord info = MemGetInfoRecord::of(record);
+          if (info.result != 0) break;
+          usages.emplace_back(info.device,
+                              DriverUsage{record.sequence, record.time_ns, info.free, info.total});
+          break;
         }
-        assembly.parts.add(static_cast<uint32_t>(record.words[2]),
-                           static_cast<uint32_t>(record.words[2] >> 32), record.words[3],
-                           blob->data.data(), blob->data.size());
-      } else if (kind == Interest::kMemGetInfo) {
-        // word2: result (low 32 bits), device (high 32); a failed call says nothing.
-        if (static_cast<uint32_t>(record.words[2]) != 0) continue;
-        const auto device = static_cast<int32_t>(static_cast<uint32_t>(record.words[2] >> 32));
-        usages.emplace_back(device, DriverUsage{record.sequence, record.time_ns, record.words[0],
-                                                record.words[1]});
-      } else if (kind == Interest::kPoint) {
-        drops_before[record.words[2]] = record.words[3];
-      } else if (kind == Interest::kTorchStatus) {
-        torch_statuses.emplace_back(record.sequence, static_cast<uint32_t>(record.words[0]));
-      } else if (kind == Interest::kPointMemory) {
-        // words: ordinal, free, total, result (low 32) | device (high 32).
-        if (static_cast<uint32_t>(record.words[3]) != 0) continue;
-        const auto device = static_cast<int32_t>(static_cast<uint32_t>(record.words[3] >> 32));
-        DriverUsage usage{record.sequence, record.time_ns, record.words[1], record.words[2]};
-        usage.at_point = true;
-        at_points[record.words[0]][device] = usage;
-      } else if (kind == Interest::kOtherProcesses) {
-        // words: ordinal, device, bytes, processes | flags << 32, status | nvml_result << 32.
-        OtherProcessesAtPoint other;
-        other.bytes = record.words[2];
-        other.processes = static_cast<uint32_t>(record.words[3]);
-        other.flags = static_cast<uint32_t>(record.words[3] >> 32);
-        other.status = static_cast<uint32_t>(record.words[4]);
-        other.nvml_result = static_cast<uint32_t>(record.words[4] >> 32);
-        const auto device = static_cast<int32_t>(static_cast<uint32_t>(record.words[1]));
-        others[record.words[0]][device] = other;
+        case RecordKind::kPoint: {
+          const PointRecord point = PointRecord::of(record);
+          drops_before[point.ordinal] = point.drops_before;
+          break;
+        }
+        case RecordKind::kAllocatorStatus:
+          torch_statuses.emplace_back(record.sequence, AllocatorStatusRecord::of(record).status);
+          break;
+        case RecordKind::kPointDeviceMemory: {
+          const PointDeviceMemoryRecord at = PointDeviceMemoryRecord::of(record);
+          if (at.result != 0) break;
+          DriverUsage usage{record.sequence, record.time_ns, at.free, at.total};
+          usage.at_point = true;
+          at_points[at.ordinal][at.device] = usage;
+          break;
+        }
+        case RecordKind::kPointOtherProcesses: {
+          const PointOtherProcessesRecord r = PointOtherProcessesRecord::of(record);
+          OtherProcessesAtPoint other;
+          other.bytes = r.bytes;
+          other.processes = r.processes;
+          other.flags = r.flags;
+          other.status = r.status;
+          other.nvml_result = r.nvml_result;
+          others[r.ordinal][r.device] = other;
+          break;
+        }
+        default:
+          break;
       }
     }
   });

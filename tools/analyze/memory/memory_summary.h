@@ -97,14 +97,4 @@ ResidualSplit splitResidual(const PointMemory& point, int32_t device, uint64_t u
 std::string memorySummaryText(const MemorySummary& summary);
 std::string memorySummaryJson(const Bundle& bundle, const MemorySummary& summary);
 
-// "default (0,0)", "graph-private (1,0)", "user MemPool (0,3)", "other (a,b)".
-std::string poolLabel(const torchbridge::PoolId& pool);
-
-// 0 B, 512 B, 1.5 KiB, 16 MiB, 2.25 GiB (at most two decimals, zeros trimmed).
-std::string humanBytes(uint64_t bytes);
-// humanBytes with the sign of a change: "-2 MiB", "16 MiB", "0 B"; and with
-// a plus on growth: "+16 MiB".
-std::string signedBytes(int64_t bytes);
-std::string plusBytes(int64_t bytes);
-
 }  // namespace tcgd::analyze

@@ -8,7 +8,7 @@
 #include <set>
 #include <tuple>
 
-#include "cli/cli.h"
+#include "cli/error.h"
 
 namespace tcgd::analyze {
 namespace {

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "records/memory_records.h"
+
 namespace tcgd::analyze {
 namespace {
 
@@ -10,12 +12,6 @@ constexpr std::string_view kUnknownLibrary = "unknown";
 std::string baseName(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-// The result half of a "result:u32,..." word.
-bool succeeded(uint64_t word) { return static_cast<uint32_t>(word) == 0; }
-int32_t deviceHalf(uint64_t word) {
-  return static_cast<int32_t>(static_cast<uint32_t>(word >> 32));
 }
 
 }  // namespace
@@ -47,36 +43,23 @@ std::string OtherProcessesAtPoint::statusText() const {
 
 DriverMemoryReplay::DriverMemoryReplay(const Bundle& bundle, std::vector<uint64_t> point_sequences)
     : bundle_(bundle),
+      catalog_(bundle),
       point_sequences_(std::move(point_sequences)),
       at_points_(point_sequences_.size()) {}
 
-DriverMemoryReplay::Op DriverMemoryReplay::classify(uint32_t type) {
-  if (auto it = ops_.find(type); it != ops_.end()) return it->second;
-  // By the schema's name: what the bundle says the record is.
-  const std::string name = bundle_.typeName(type);
-  Op op = Op::kNone;
-  if (name == "cuMemAlloc_v2" || name == "cuMemAllocPitch_v2" ||
-      name.starts_with("cuMemAllocAsync") || name.starts_with("cuMemAllocFromPoolAsync")) {
-    op = Op::kAlloc;
-  } else if (name == "cuMemAllocManaged") {
-    op = Op::kManaged;
-  } else if (name == "cuMemFree_v2" || name.starts_with("cuMemFreeAsync")) {
-    op = Op::kFree;
-  } else if (name == "cuMemCreate") {
-    op = Op::kCreate;
-  } else if (name == "cuMemRelease") {
-    op = Op::kRelease;
-  } else if (name == "cuMemMap") {
-    op = Op::kMap;
-  } else if (name == "cuMemUnmap") {
-    op = Op::kUnmap;
-  } else if (name == "release_failed") {
-    op = Op::kReleaseFailed;
-  } else if (name == "cuMemRetainAllocationHandle") {
-    op = Op::kRetain;
+DriverMemoryReplay::Op DriverMemoryReplay::opOf(RecordKind kind) {
+  switch (kind) {
+    case RecordKind::kMemAlloc: return Op::kAlloc;
+    case RecordKind::kMemAllocManaged: return Op::kManaged;
+    case RecordKind::kMemFree: return Op::kFree;
+    case RecordKind::kMemCreate: return Op::kCreate;
+    case RecordKind::kMemRelease: return Op::kRelease;
+    case RecordKind::kMemMap: return Op::kMap;
+    case RecordKind::kMemUnmap: return Op::kUnmap;
+    case RecordKind::kReleaseFailed: return Op::kReleaseFailed;
+    case RecordKind::kMemRetain: return Op::kRetain;
+    default: return Op::kNone;
   }
-  ops_.emplace(type, op);
-  return op;
 }
 
 uint32_t DriverMemoryReplay::libraryOf(uint64_t caller) {
@@ -132,37 +115,37 @@ void DriverMemoryReplay::takePointsBefore(uint64_t sequence) {
 
 void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
   takePointsBefore(record.sequence);
-  const Op op = classify(record.type);
+  const Op op = opOf(catalog_.kind(record.type));
   effect_ = Effect{.op = op};
   if (op == Op::kNone) return;
   saw_driver_memory_ = true;
-  const auto& w = record.words;
+  const MemoryCallRecord call = MemoryCallRecord::of(record);
   switch (op) {
     case Op::kAlloc:
     case Op::kManaged: {
-      effect_.size = w[1];
-      effect_.device = deviceHalf(w[2]);
-      effect_.library = libraryOf(w[3]);
-      if (!succeeded(w[2])) {
+      effect_.size = call.size;
+      effect_.device = call.device;
+      effect_.library = libraryOf(call.caller);
+      if (!call.succeeded()) {
         effect_.succeeded = false;
         return;
       }
-      const Allocation allocation{w[1], deviceHalf(w[2]), effect_.library, op == Op::kManaged};
+      const Allocation allocation{call.size, call.device, effect_.library, op == Op::kManaged};
       // The same address again without a release (its record was lost):
       // the earlier allocation is gone.
-      if (auto old = allocations_.find(w[0]); old != allocations_.end()) {
+      if (auto old = allocations_.find(call.object); old != allocations_.end()) {
         add(old->second.device, old->second.library, old->second.size, old->second.managed, -1);
       }
-      allocations_[w[0]] = allocation;
+      allocations_[call.object] = allocation;
       add(allocation.device, allocation.library, allocation.size, allocation.managed, 1);
       return;
     }
     case Op::kFree: {
-      Undo& undo = pending_[{record.type, w[0]}];
+      Undo& undo = pending_[{record.type, call.object}];
       undo = Undo{};
-      auto it = allocations_.find(w[0]);
+      auto it = allocations_.find(call.object);
       if (it == allocations_.end()) {  // allocated before recording began
-        effect_.library = libraryOf(w[3]);
+        effect_.library = libraryOf(call.caller);
         return;
       }
       effect_ = Effect{op, true, true, it->second.device, it->second.library, it->second.size, 0};
@@ -172,28 +155,28 @@ void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
       return;
     }
     case Op::kCreate: {
-      effect_.size = w[1];
-      effect_.device = deviceHalf(w[2]);
-      effect_.library = libraryOf(w[3]);
-      if (!succeeded(w[2])) {
+      effect_.size = call.size;
+      effect_.device = call.device;
+      effect_.library = libraryOf(call.caller);
+      if (!call.succeeded()) {
         effect_.succeeded = false;
         return;
       }
-      if (auto old = handles_.find(w[0]); old != handles_.end()) {
+      if (auto old = handles_.find(call.object); old != handles_.end()) {
         if (old->second.device >= 0)
           add(old->second.device, old->second.library, old->second.size, false, -1);
         handles_.erase(old);
       }
-      const Handle handle{w[1], effect_.device, effect_.library};
-      handles_[w[0]] = handle;
+      const Handle handle{call.size, effect_.device, effect_.library};
+      handles_[call.object] = handle;
       if (handle.device >= 0) add(handle.device, handle.library, handle.size, false, 1);
       return;
     }
     case Op::kRelease: {
-      Undo& undo = pending_[{record.type, w[0]}];
+      Undo& undo = pending_[{record.type, call.object}];
       undo = Undo{};
-      auto it = handles_.find(w[0]);
-      effect_.library = libraryOf(w[3]);
+      auto it = handles_.find(call.object);
+      effect_.library = libraryOf(call.caller);
       if (it == handles_.end() || it->second.released) return;
       effect_ = Effect{op, true, true, it->second.device, it->second.library, it->second.size, 0};
       if (it->second.references > 1) {  // a retained reference: the memory stays
@@ -203,18 +186,18 @@ void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
       }
       it->second.released = true;
       undo.handle_release = true;
-      handleDead(w[0], undo);
+      handleDead(call.object, undo);
       return;
     }
     case Op::kRetain: {
-      // words: handle (out), ptr, result, caller.
-      effect_.library = libraryOf(w[3]);
-      effect_.handle = w[0];
-      if (static_cast<uint32_t>(w[2]) != 0) {
+      // The handle (out), the pointer, result, caller.
+      effect_.library = libraryOf(call.caller);
+      effect_.handle = call.object;
+      if (!call.succeeded()) {
         effect_.succeeded = false;
         return;
       }
-      auto it = handles_.find(w[0]);
+      auto it = handles_.find(call.object);
       if (it == handles_.end() || it->second.released) return;  // created before recording
       effect_.known = true;
       effect_.device = it->second.device;
@@ -223,13 +206,13 @@ void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
       return;
     }
     case Op::kMap: {
-      effect_.size = w[1];
-      effect_.handle = w[3];
-      if (!succeeded(w[2])) {
+      effect_.size = call.size;
+      effect_.handle = call.mapHandle();
+      if (!call.succeeded()) {
         effect_.succeeded = false;
         return;
       }
-      auto handle = handles_.find(w[3]);
+      auto handle = handles_.find(call.mapHandle());
       if (handle == handles_.end()) {
         ++unknown_handle_maps_;
         return;
@@ -238,7 +221,7 @@ void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
       effect_.device = handle->second.device;
       effect_.library = handle->second.library;
       // A mapping still at this address lost its cuMemUnmap record.
-      if (auto old = mappings_.find(w[0]); old != mappings_.end()) {
+      if (auto old = mappings_.find(call.object); old != mappings_.end()) {
         Undo ignored;
         if (auto h = handles_.find(old->second.handle);
             h != handles_.end() && h->second.mappings > 0) {
@@ -247,16 +230,16 @@ void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
         }
       }
       ++handle->second.mappings;
-      mappings_[w[0]] = Mapping{w[1], w[3]};
+      mappings_[call.object] = Mapping{call.size, call.mapHandle()};
       return;
     }
     case Op::kUnmap: {
-      Undo& undo = pending_[{record.type, w[0]}];
+      Undo& undo = pending_[{record.type, call.object}];
       undo = Undo{};
       // Every mapping that starts inside the unmapped range.
-      const uint64_t end = w[0] + w[1];
-      effect_.size = w[1];
-      for (auto it = mappings_.lower_bound(w[0]); it != mappings_.end() && it->first < end;) {
+      const uint64_t end = call.object + call.size;
+      effect_.size = call.size;
+      for (auto it = mappings_.lower_bound(call.object); it != mappings_.end() && it->first < end;) {
         undo.mappings.emplace_back(it->first, it->second);
         if (auto handle = handles_.find(it->second.handle); handle != handles_.end()) {
           if (!effect_.known) {
@@ -273,14 +256,15 @@ void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
       return;
     }
     case Op::kReleaseFailed: {
-      // words: object, release_type, result. The release did not happen.
-      auto it = pending_.find({static_cast<uint32_t>(w[1]), w[0]});
+      // The release did not happen.
+      const ReleaseFailedRecord failed = ReleaseFailedRecord::of(record);
+      auto it = pending_.find({failed.release_type, failed.object});
       if (it == pending_.end()) return;
       Undo undo = std::move(it->second);
       pending_.erase(it);
       if (undo.allocation) {
         const Allocation& a = *undo.allocation;
-        allocations_[w[0]] = a;
+        allocations_[failed.object] = a;
         add(a.device, a.library, a.size, a.managed, 1);
       }
       for (const auto& [id, handle] : undo.dropped_handles) {
@@ -288,11 +272,11 @@ void DriverMemoryReplay::observe(const proto::DecodedRecord& record) {
         if (handle.device >= 0) add(handle.device, handle.library, handle.size, false, 1);
       }
       if (undo.reference_dropped) {
-        if (auto handle = handles_.find(w[0]); handle != handles_.end())
+        if (auto handle = handles_.find(failed.object); handle != handles_.end())
           ++handle->second.references;
       }
       if (undo.handle_release) {
-        if (auto handle = handles_.find(w[0]); handle != handles_.end())
+        if (auto handle = handles_.find(failed.object); handle != handles_.end())
           handle->second.released = false;
       }
       for (const auto& [address, mapping] : undo.mappings) {

@@ -30,6 +30,7 @@
 
 #include "bundle/bundle.h"
 #include "event_codec.h"
+#include "records/record_catalog.h"
 
 namespace tcgd::analyze {
 
@@ -63,7 +64,7 @@ class DriverMemoryReplay {
   // `point_sequences`: the points' sequences in point order.
   DriverMemoryReplay(const Bundle& bundle, std::vector<uint64_t> point_sequences);
 
-  // What a record is to the replay, by its schema's name.
+  // What a record of a kind is to the replay.
   enum class Op : uint8_t {
     kNone,
     kAlloc,
@@ -93,7 +94,7 @@ class DriverMemoryReplay {
 
   void observe(const proto::DecodedRecord& record);
   const Effect& lastEffect() const { return effect_; }
-  Op classify(uint32_t type);
+  static Op opOf(RecordKind kind);
   // The library of a caller address (module basename, "unknown"), interned.
   uint32_t libraryOf(uint64_t caller);
   const std::string& libraryName(uint32_t library) const { return libraries_[library]; }
@@ -144,11 +145,10 @@ class DriverMemoryReplay {
   void takePointsBefore(uint64_t sequence);
 
   const Bundle& bundle_;
+  const RecordCatalog catalog_;
   std::vector<uint64_t> point_sequences_;
   size_t next_point_ = 0;
   std::vector<std::map<int32_t, DeviceDriverMemory>> at_points_;
-  std::unordered_map<uint32_t, Op> ops_;
-  std::unordered_map<uint32_t, std::string> names_;  // record type -> name, for release_failed
   std::unordered_map<uint64_t, uint32_t> caller_library_;
   std::vector<std::string> libraries_;
   std::vector<bool> library_is_allocator_;

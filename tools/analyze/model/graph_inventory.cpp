@@ -1,55 +1,34 @@
 #include "model/graph_inventory.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <map>
 #include <unordered_map>
 
+#include "records/graph_records.h"
+#include "records/record_catalog.h"
+
 namespace tcgd::analyze {
 namespace {
-
-// Record types are matched by their schema name (what the bundle says they
-// are), as memory/memory_summary.cpp does; the layouts are collectors/record_types.h's.
-enum class Kind { kNone, kSummary, kTypes, kKernel, kMem, kKernelName };
-
-Kind classifyName(const std::string& name) {
-  if (name == "graph_inventory") return Kind::kSummary;
-  if (name == "graph_node_types") return Kind::kTypes;
-  if (name == "graph_kernel_node") return Kind::kKernel;
-  if (name == "graph_mem_node") return Kind::kMem;
-  if (name == "kernel_name") return Kind::kKernelName;
-  return Kind::kNone;
-}
-
-uint32_t bits(uint64_t word, unsigned shift, unsigned width) {
-  return static_cast<uint32_t>((word >> shift) & ((uint64_t{1} << width) - 1));
-}
 
 struct Pending {
   std::vector<GraphKernelNode> kernels;
   std::vector<GraphMemNode> memory;
 };
 
-std::string hex(uint64_t value) { return fmt::format("0x{:x}", value); }
-
-std::string sizeText(uint64_t bytes) {
-  if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1 << 30));
-  if (bytes >= (uint64_t{1} << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
-  if (bytes >= (uint64_t{1} << 10)) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / (1 << 10));
-  return fmt::format("{} B", bytes);
+bool inventoryKind(RecordKind kind) {
+  return kind == RecordKind::kGraphInventory || kind == RecordKind::kGraphNodeTypes ||
+         kind == RecordKind::kGraphKernelNode || kind == RecordKind::kGraphMemNode ||
+         kind == RecordKind::kKernelName;
 }
 
 }  // namespace
 
 std::vector<GraphInventory> collectGraphInventories(const Bundle& bundle) {
-  std::unordered_map<uint32_t, Kind> kinds;
+  const RecordCatalog catalog(bundle);
   std::vector<proto::DecodedRecord> wanted;
   (void)bundle.forEachRecordBatch([&](const std::vector<proto::DecodedRecord>& records) {
     for (const auto& record : records) {
-      auto it = kinds.find(record.type);
-      if (it == kinds.end()) it = kinds.emplace(record.type, classifyName(bundle.typeName(record.type))).first;
-      if (it->second != Kind::kNone) wanted.push_back(record);
+      if (inventoryKind(catalog.kind(record.type))) wanted.push_back(record);
     }
   });
   // One thread emits an inventory's records in order; the sequence restores
@@ -62,45 +41,42 @@ std::vector<GraphInventory> collectGraphInventories(const Bundle& bundle) {
   std::map<uint64_t, size_t> latest;             // graph handle -> index in graphs
   std::unordered_map<uint64_t, std::string> names;  // function handle -> kernel name
   for (const auto& r : wanted) {
-    switch (kinds.at(r.type)) {
-      case Kind::kKernel: {
+    switch (catalog.kind(r.type)) {
+      case RecordKind::kGraphKernelNode: {
+        const GraphKernelNodeRecord k = GraphKernelNodeRecord::of(r);
         GraphKernelNode node;
-        node.kernel_index = bits(r.words[1], 0, 16);
-        node.node_index = bits(r.words[1], 16, 16);
-        node.shared_mem = bits(r.words[1], 32, 32);
-        node.function = r.words[2];
-        node.from_kern = (r.flags & 1) != 0;
-        node.grid = {bits(r.words[3], 0, 32), bits(r.words[3], 32, 16), bits(r.words[3], 48, 16)};
-        node.block = {bits(r.words[4], 0, 16), bits(r.words[4], 16, 16), bits(r.words[4], 32, 16)};
-        pending[r.words[0]].kernels.push_back(node);
+        node.kernel_index = k.kernel_index;
+        node.node_index = k.node_index;
+        node.shared_mem = k.shared_mem;
+        node.function = k.function;
+        node.from_kern = k.from_kern;
+        node.grid = k.grid;
+        node.block = k.block;
+        pending[k.graph].kernels.push_back(node);
         break;
       }
-      case Kind::kMem: {
-        GraphMemNode node;
-        node.node_index = bits(r.words[1], 0, 32);
-        node.alloc = bits(r.words[1], 32, 8) == 1;
-        node.ptr = r.words[2];
-        node.size = r.words[3];
-        node.device = static_cast<int32_t>(bits(r.words[4], 0, 32));
-        pending[r.words[0]].memory.push_back(node);
+      case RecordKind::kGraphMemNode: {
+        const GraphMemNodeRecord m = GraphMemNodeRecord::of(r);
+        pending[m.graph].memory.push_back({m.node_index, m.alloc, m.ptr, m.size, m.device});
         break;
       }
-      case Kind::kSummary: {
+      case RecordKind::kGraphInventory: {
+        const GraphInventoryRecord summary = GraphInventoryRecord::of(r);
         GraphInventory g;
         g.sequence = r.sequence;
         g.time_ns = r.time_ns;
-        g.graph = r.words[0];
-        g.stream = r.words[1];
-        g.nodes = bits(r.words[2], 0, 32);
-        g.examined = bits(r.words[2], 32, 16);
-        g.truncated = bits(r.words[2], 48, 8) != 0;
-        g.status = bits(r.words[2], 56, 8);
+        g.graph = summary.graph;
+        g.stream = summary.stream;
+        g.nodes = summary.nodes;
+        g.examined = summary.examined;
+        g.truncated = summary.truncated;
+        g.status = summary.status;
         // The main types; graph_node_types, right after, has them all.
         static constexpr size_t kMainA[4] = {0, 1, 2, 3};    // kernel memcpy memset host
         static constexpr size_t kMainB[4] = {4, 5, 10, 11};  // child_graph empty mem_alloc mem_free
         for (int k = 0; k < 4; ++k) {
-          g.counts[kMainA[k]] = bits(r.words[3], 16 * k, 16);
-          g.counts[kMainB[k]] = bits(r.words[4], 16 * k, 16);
+          g.counts[kMainA[k]] = summary.main_a[k];
+          g.counts[kMainB[k]] = summary.main_b[k];
         }
         if (auto p = pending.find(g.graph); p != pending.end()) {
           g.kernels = std::move(p->second.kernels);
@@ -112,21 +88,22 @@ std::vector<GraphInventory> collectGraphInventories(const Bundle& bundle) {
         graphs.push_back(std::move(g));
         break;
       }
-      case Kind::kTypes: {
-        auto it = latest.find(r.words[0]);
+      case RecordKind::kGraphNodeTypes: {
+        const GraphNodeTypesRecord types = GraphNodeTypesRecord::of(r);
+        auto it = latest.find(types.graph);
         if (it == latest.end()) break;
         GraphInventory& g = graphs[it->second];
-        for (size_t t = 0; t < g.counts.size(); ++t) {
-          g.counts[t] = bits(r.words[1 + t / 4], 16 * static_cast<unsigned>(t % 4), 16);
+        for (size_t t = 0; t < g.counts.size(); ++t) g.counts[t] = types.counts[t];
+        break;
+      }
+      case RecordKind::kKernelName: {
+        const KernelNameRecord name = KernelNameRecord::of(r);
+        if (name.name_blob != 0) {
+          if (const BlobInfo* blob = bundle.blob(name.name_blob)) names[name.function] = blob->data;
         }
         break;
       }
-      case Kind::kKernelName:
-        if (r.words[1] != 0) {
-          if (const BlobInfo* blob = bundle.blob(r.words[1])) names[r.words[0]] = blob->data;
-        }
-        break;
-      case Kind::kNone:
+      default:
         break;
     }
   }
@@ -136,103 +113,6 @@ std::vector<GraphInventory> collectGraphInventories(const Bundle& bundle) {
     }
   }
   return graphs;
-}
-
-void appendGraphsText(const std::vector<GraphInventory>& graphs, size_t max_kernels,
-                      std::string* out) {
-  if (graphs.empty()) return;
-  auto it = std::back_inserter(*out);
-  fmt::format_to(it, "Graphs ({} captured)\n", graphs.size());
-  for (const auto& g : graphs) {
-    std::string counts;
-    for (size_t t = 0; t < g.counts.size(); ++t) {
-      if (g.counts[t] == 0) continue;
-      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", kGraphNodeTypeNames[t], g.counts[t]);
-    }
-    fmt::format_to(it, "  graph {} (stream {}): {} nodes{}{}\n", hex(g.graph), hex(g.stream),
-                   g.nodes, counts.empty() ? "" : ": ", counts);
-    if (g.status != 0) fmt::format_to(it, "    not inventoried (status {})\n", g.status);
-    if (g.truncated) {
-      fmt::format_to(it, "    truncated: the first {} nodes were examined\n", g.examined);
-    }
-    if (!g.kernels.empty()) {
-      std::string list;
-      for (size_t k = 0; k < g.kernels.size() && k < max_kernels; ++k) {
-        const auto& kernel = g.kernels[k];
-        list += fmt::format("{}{}", k == 0 ? "" : ", ",
-                            kernel.name.empty() ? hex(kernel.function) : kernel.name);
-      }
-      if (g.kernels.size() > max_kernels) {
-        list += fmt::format(", ... ({} more)", g.kernels.size() - max_kernels);
-      }
-      fmt::format_to(it, "    kernels: {}\n", list);
-    }
-    if (!g.memory.empty()) {
-      size_t allocs = 0;
-      for (const auto& m : g.memory) allocs += m.alloc;
-      fmt::format_to(it, "    memory: {} alloc ({}), {} free\n", allocs, sizeText(g.alloc_bytes),
-                     g.memory.size() - allocs);
-      for (const auto& m : g.memory) {
-        if (m.alloc) {
-          fmt::format_to(it, "      alloc {} {} device {}\n", hex(m.ptr), sizeText(m.size), m.device);
-        } else {
-          fmt::format_to(it, "      free  {}\n", hex(m.ptr));
-        }
-      }
-    }
-  }
-}
-
-void writeGraphsJson(const std::vector<GraphInventory>& graphs, JsonWriter& json) {
-  json.beginArray();
-  for (const auto& g : graphs) {
-    json.beginObject();
-    json.key("graph").value(g.graph);
-    json.key("stream").value(g.stream);
-    json.key("sequence").value(g.sequence);
-    json.key("time_ns").value(g.time_ns);
-    json.key("nodes").value(g.nodes);
-    json.key("examined").value(g.examined);
-    json.key("truncated").value(g.truncated);
-    json.key("status").value(g.status);
-    json.key("counts").beginObject();
-    for (size_t t = 0; t < g.counts.size(); ++t) json.key(kGraphNodeTypeNames[t]).value(g.counts[t]);
-    json.endObject();
-    json.key("kernels").beginArray();
-    for (const auto& k : g.kernels) {
-      json.beginObject();
-      json.key("index").value(k.kernel_index);
-      json.key("node_index").value(k.node_index);
-      json.key("function").value(k.function);
-      json.key("name").value(k.name);
-      json.key("handle_kind").value(k.from_kern ? "kernel" : "function");
-      json.key("grid").beginArray();
-      for (uint32_t d : k.grid) json.value(d);
-      json.endArray();
-      json.key("block").beginArray();
-      for (uint32_t d : k.block) json.value(d);
-      json.endArray();
-      json.key("shared_mem").value(k.shared_mem);
-      json.endObject();
-    }
-    json.endArray();
-    json.key("memory").beginArray();
-    for (const auto& m : g.memory) {
-      json.beginObject();
-      json.key("node_index").value(m.node_index);
-      json.key("kind").value(m.alloc ? "alloc" : "free");
-      json.key("ptr").value(m.ptr);
-      if (m.alloc) {
-        json.key("size").value(m.size);
-        json.key("device").value(m.device);
-      }
-      json.endObject();
-    }
-    json.endArray();
-    json.key("alloc_bytes").value(g.alloc_bytes);
-    json.endObject();
-  }
-  json.endArray();
 }
 
 }  // namespace tcgd::analyze

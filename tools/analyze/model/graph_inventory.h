@@ -1,7 +1,8 @@
 // The graph inventories of a bundle (graph_inventory, graph_kernel_node,
-// graph_mem_node and graph_node_types records, docs/graphs.md) as `info`
-// reports them: per captured graph, node counts by type, the kernels in
-// order with their names, and the memory nodes.
+// graph_mem_node and graph_node_types records, docs/graphs.md): per captured
+// graph, node counts by type, the kernels in order with their names, and the
+// memory nodes. `info` shows them (report/graph_report.h); leaks uses them to
+// recognize repeated captures of one graph.
 #pragma once
 
 #include <array>
@@ -10,12 +11,12 @@
 #include <vector>
 
 #include "bundle/bundle.h"
-#include "report/json_writer.h"
+#include "records/graph_records.h"
 
 namespace tcgd::analyze {
 
 // CUgraphNodeType order (CUDA 13.0), then "other" for types added later.
-inline constexpr std::array<const char*, 15> kGraphNodeTypeNames = {
+inline constexpr std::array<const char*, kGraphNodeTypes> kGraphNodeTypeNames = {
     "kernel",       "memcpy",         "memset",         "host",      "child_graph",
     "empty",        "wait_event",     "event_record",   "ext_semas_signal",
     "ext_semas_wait", "mem_alloc",    "mem_free",       "batch_mem_op",
@@ -57,13 +58,5 @@ struct GraphInventory {
 
 // The inventories in the order their captures ended.
 std::vector<GraphInventory> collectGraphInventories(const Bundle& bundle);
-
-// The text section (nothing when there are no inventories). Lists the
-// first `max_kernels` kernel names of each graph.
-void appendGraphsText(const std::vector<GraphInventory>& graphs, size_t max_kernels,
-                      std::string* out);
-
-// The value of `info --json`'s "graphs" key: an array, one object per graph.
-void writeGraphsJson(const std::vector<GraphInventory>& graphs, JsonWriter& json);
 
 }  // namespace tcgd::analyze

@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "cli/cli.h"
+#include "cli/error.h"
+#include "records/memory_records.h"
 #include "memory/memory_summary.h"
 
 namespace tcgd::analyze {
@@ -13,7 +14,6 @@ namespace {
 
 namespace tb = torchbridge;
 using Kind = MemoryEventKind;
-using Op = DriverMemoryReplay::Op;
 
 // kinds_ entries: 0 not a memory event, kind + 1 (bits 0-5), kStreamWord
 // when word 4 is the stream (async calls), kSnapshotPart, kUnclassified.
@@ -29,15 +29,7 @@ constexpr const char* kKindNames[kMemoryEventKinds] = {
     "unmap",         "release_failed", "address_reserve", "address_free",  "host_alloc",
     "host_free"};
 
-// The allocator trace record names, in TraceEntry::Action order (1024 + action).
-constexpr const char* kTraceNames[] = {
-    "allocator_alloc",         "allocator_free_requested", "allocator_free_completed",
-    "allocator_segment_alloc", "allocator_segment_free",   "allocator_segment_map",
-    "allocator_segment_unmap", "allocator_snapshot_taken", "allocator_oom"};
-
 uint8_t encodeKind(Kind kind) { return static_cast<uint8_t>(static_cast<uint8_t>(kind) + 1); }
-
-bool succeeded(uint64_t word) { return static_cast<uint32_t>(word) == 0; }
 
 // A call that makes memory appear should be in the snapshot after it; one
 // that removes memory in the snapshot before it.
@@ -182,7 +174,7 @@ void MemoryHistory::requireComplete(size_t first, size_t last, std::string_view 
 }
 
 HistoryBuilder::HistoryBuilder(const Bundle& bundle)
-    : bundle_(bundle), replay_(bundle, {}), kinds_(size_t{1} << 16, kUnclassified) {
+    : bundle_(bundle), catalog_(bundle), replay_(bundle, {}), kinds_(size_t{1} << 16, kUnclassified) {
   for (const bundle::Point& point : bundle.points()) points_by_sequence_.push_back(&point);
   std::stable_sort(
       points_by_sequence_.begin(), points_by_sequence_.end(),
@@ -194,41 +186,28 @@ HistoryBuilder::HistoryBuilder(const Bundle& bundle)
 uint8_t HistoryBuilder::kindOf(uint16_t type) {
   uint8_t& entry = kinds_[type];
   if (entry != kUnclassified) return entry;
-  entry = 0;
-  const std::string name = bundle_.typeName(type);
-  if (name == "allocator_snapshot") return entry = kSnapshotPart;
-  if (name == "native_stack") return entry = kNativeStack;
-  for (size_t action = 0; action < std::size(kTraceNames); ++action) {
-    if (name == kTraceNames[action]) return entry = static_cast<uint8_t>(action + 1);
+  const RecordKind kind = catalog_.kind(type);
+  const uint8_t stream = catalog_.streamInWord4(type) ? kStreamWord : 0;
+  if (const int action = traceAction(kind); action >= 0) return entry = static_cast<uint8_t>(action + 1);
+  switch (kind) {
+    case RecordKind::kAllocatorSnapshot: return entry = kSnapshotPart;
+    case RecordKind::kNativeStack: return entry = kNativeStack;
+    case RecordKind::kMemAlloc: return entry = encodeKind(Kind::kDriverAlloc) | stream;
+    case RecordKind::kMemAllocManaged: return entry = encodeKind(Kind::kManagedAlloc);
+    case RecordKind::kMemFree: return entry = encodeKind(Kind::kDriverFree) | stream;
+    case RecordKind::kMemCreate: return entry = encodeKind(Kind::kCreate);
+    case RecordKind::kMemRelease: return entry = encodeKind(Kind::kRelease);
+    case RecordKind::kMemMap: return entry = encodeKind(Kind::kMap);
+    case RecordKind::kMemUnmap: return entry = encodeKind(Kind::kUnmap);
+    case RecordKind::kReleaseFailed: return entry = encodeKind(Kind::kReleaseFailed);
+    case RecordKind::kAddressReserve: return entry = encodeKind(Kind::kAddressReserve);
+    case RecordKind::kAddressFree: return entry = encodeKind(Kind::kAddressFree);
+    case RecordKind::kHostAlloc: return entry = encodeKind(Kind::kHostAlloc);
+    case RecordKind::kHostFree: return entry = encodeKind(Kind::kHostFree);
+    // cuMemRetainAllocationHandle is a reference, not memory: the replay
+    // counts it for the release that follows.
+    default: return entry = 0;
   }
-  const uint8_t stream = name.find("Async") != std::string::npos ? kStreamWord : 0;
-  switch (replay_.classify(type)) {
-    case Op::kAlloc:
-      return entry = encodeKind(Kind::kDriverAlloc) | stream;
-    case Op::kManaged:
-      return entry = encodeKind(Kind::kManagedAlloc);
-    case Op::kFree:
-      return entry = encodeKind(Kind::kDriverFree) | stream;
-    case Op::kCreate:
-      return entry = encodeKind(Kind::kCreate);
-    case Op::kRelease:
-      return entry = encodeKind(Kind::kRelease);
-    case Op::kMap:
-      return entry = encodeKind(Kind::kMap);
-    case Op::kUnmap:
-      return entry = encodeKind(Kind::kUnmap);
-    case Op::kReleaseFailed:
-      return entry = encodeKind(Kind::kReleaseFailed);
-    case Op::kRetain:
-      break;  // a reference, not memory: the replay counts it for the release that follows
-    case Op::kNone:
-      break;
-  }
-  if (name == "cuMemAddressReserve") entry = encodeKind(Kind::kAddressReserve);
-  if (name == "cuMemAddressFree") entry = encodeKind(Kind::kAddressFree);
-  if (name == "cuMemHostAlloc" || name == "cuMemAllocHost_v2") entry = encodeKind(Kind::kHostAlloc);
-  if (name == "cuMemFreeHost") entry = encodeKind(Kind::kHostFree);
-  return entry;
 }
 
 uint32_t HistoryBuilder::internPool(uint64_t first, uint64_t second) {
@@ -257,19 +236,17 @@ uint16_t HistoryBuilder::internLibrary(uint32_t replay_library) {
 }
 
 void HistoryBuilder::addSnapshotPart(const proto::DecodedRecord& record) {
-  // words: ordinal, data blob, part | parts << 32, total bytes, format | status << 16.
-  SnapshotAssembly& assembly = assemblies_[record.words[0]];
+  const SnapshotPartRecord part = SnapshotPartRecord::of(record);
+  SnapshotAssembly& assembly = assemblies_[part.ordinal];
   // first_sequence is the sequence + 1 (0: no part yet): when it was taken.
   if (assembly.first_sequence == 0) assembly.first_sequence = record.sequence + 1;
-  assembly.status = static_cast<uint16_t>(record.words[4] >> 16);
-  const BlobInfo* blob = record.words[1] != 0 ? bundle_.blob(record.words[1]) : nullptr;
+  assembly.status = part.status;
+  const BlobInfo* blob = part.blob != 0 ? bundle_.blob(part.blob) : nullptr;
   if (blob == nullptr) {
     assembly.missing_part = true;
     return;
   }
-  assembly.parts.add(static_cast<uint32_t>(record.words[2]),
-                     static_cast<uint32_t>(record.words[2] >> 32), record.words[3],
-                     blob->data.data(), blob->data.size());
+  assembly.parts.add(part.part, part.parts, part.total_bytes, blob->data.data(), blob->data.size());
 }
 
 void HistoryBuilder::observe(const proto::DecodedRecord& record) {
@@ -280,9 +257,8 @@ void HistoryBuilder::observe(const proto::DecodedRecord& record) {
     return;
   }
   if (code == kNativeStack) {
-    // words: stack blob, alloc_type:u16 | ..., object, hash.
-    pending_stacks_[record.tid] = {record.words[1] & 0xffff, record.words[2], record.words[3],
-                                   record.words[0]};
+    const NativeStackRecord stack = NativeStackRecord::of(record);
+    pending_stacks_[record.tid] = {stack.alloc_type, stack.object, stack.hash, stack.blob};
     return;
   }
   while (next_point_ < point_sequences_.size() && point_sequences_[next_point_] < record.sequence)
@@ -294,19 +270,17 @@ void HistoryBuilder::observe(const proto::DecodedRecord& record) {
   event.type = record.type;
   event.interval = static_cast<uint32_t>(next_point_);
   event.kind = static_cast<Kind>((code & 0x3f) - 1);
-  const auto& w = record.words;
   if (isAllocatorTraceKind(event.kind)) {
-    // words: addr, size, stream, pool_id_0, pool_id_1; flags: device.
-    // allocator_snapshot_taken: -, total_active; allocator_oom: device_free.
-    event.device = record.flags;
-    event.size = w[1];
-    event.stream = w[2];
+    const AllocatorTraceRecord trace = AllocatorTraceRecord::of(record);
+    event.device = trace.device;
+    event.size = trace.size;
+    event.stream = trace.stream;
     if (event.kind == Kind::kOom) {
-      event.aux = w[0];
+      event.aux = trace.address;  // the device's free bytes
     } else if (event.kind != Kind::kSnapshot) {
-      event.address = w[0];
+      event.address = trace.address;
     }
-    event.setPool(internPool(w[3], w[4]), PoolSource::kTrace);
+    event.setPool(internPool(trace.pool_first, trace.pool_second), PoolSource::kTrace);
     return;
   }
   observeDriver(record, event.kind, (code & kStreamWord) != 0, event);
@@ -324,38 +298,36 @@ void HistoryBuilder::observe(const proto::DecodedRecord& record) {
 
 void HistoryBuilder::observeDriver(const proto::DecodedRecord& record, MemoryEventKind kind,
                                    bool stream_word, MemoryEvent& event) {
-  const auto& w = record.words;
-  event.address = w[0];
-  if (stream_word) event.stream = w[4];
+  const MemoryCallRecord call = MemoryCallRecord::of(record);
+  event.address = call.object;
+  if (stream_word) event.stream = call.word4;
   switch (kind) {
     case Kind::kAddressReserve:
-      // words: ptr, size, result, caller.
-      event.size = w[1];
-      event.library = internLibrary(replay_.libraryOf(w[3]));
-      if (!succeeded(w[2]))
+      event.size = call.size;
+      event.library = internLibrary(replay_.libraryOf(call.caller));
+      if (!call.succeeded())
         event.setFailed();
       else
-        reservations_[w[0]] = event.library;
+        reservations_[call.object] = event.library;
       return;
     case Kind::kAddressFree:
-      event.size = w[1];
-      if (auto it = reservations_.find(w[0]); it != reservations_.end()) {
+      event.size = call.size;
+      if (auto it = reservations_.find(call.object); it != reservations_.end()) {
         event.library = it->second;
         reservations_.erase(it);
       }
       return;
     case Kind::kHostAlloc:
-      // words: ptr, size, result (low 32), caller.
-      event.size = w[1];
-      event.library = internLibrary(replay_.libraryOf(w[3]));
-      if (!succeeded(w[2]))
+      event.size = call.size;
+      event.library = internLibrary(replay_.libraryOf(call.caller));
+      if (!call.succeeded())
         event.setFailed();
       else
-        host_allocations_[w[0]] = {w[1], event.library};
+        host_allocations_[call.object] = {call.size, event.library};
       return;
     case Kind::kHostFree:
-      event.library = internLibrary(replay_.libraryOf(w[3]));
-      if (auto it = host_allocations_.find(w[0]); it != host_allocations_.end()) {
+      event.library = internLibrary(replay_.libraryOf(call.caller));
+      if (auto it = host_allocations_.find(call.object); it != host_allocations_.end()) {
         event.size = it->second.first;
         event.library = it->second.second;
         host_allocations_.erase(it);
@@ -372,13 +344,14 @@ void HistoryBuilder::observeDriver(const proto::DecodedRecord& record, MemoryEve
   if (!effect.succeeded) event.setFailed();
   if (kind == Kind::kMap || kind == Kind::kUnmap) event.aux = effect.handle;
   if (kind == Kind::kReleaseFailed) {
-    event.aux = w[1];  // the release's record type
+    const ReleaseFailedRecord failed = ReleaseFailedRecord::of(record);
+    event.aux = failed.release_type;
     event.size = 0;
     // The release it undoes came just before (same object, that type).
     const auto& events = history_.events_;
     const size_t stop = events.size() > 4097 ? events.size() - 4097 : 0;
     for (size_t i = events.size() - 1; i-- > stop;) {
-      if (events[i].address == w[0] && events[i].type == w[1] && isRelease(events[i].kind)) {
+      if (events[i].address == failed.object && events[i].type == failed.release_type && isRelease(events[i].kind)) {
         history_.events_[i].setFailed();
         event.device = events[i].device;
         event.library = events[i].library;

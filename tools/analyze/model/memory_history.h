@@ -34,6 +34,7 @@
 #include "bundle/bundle.h"
 #include "collectors/torch/snapshot_codec.h"
 #include "model/driver_memory_replay.h"
+#include "records/record_catalog.h"
 
 namespace tcgd::analyze {
 
@@ -216,6 +217,7 @@ class HistoryBuilder {
   void fillIntervals(bool completeness);
 
   const Bundle& bundle_;
+  const RecordCatalog catalog_;
   DriverMemoryReplay replay_;
   MemoryHistory history_;
   std::vector<uint64_t> point_sequences_;  // sorted

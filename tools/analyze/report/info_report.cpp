@@ -1,5 +1,6 @@
 #include "report/info_report.h"
 
+#include "report/graph_report.h"
 #include "report/json_writer.h"
 
 namespace tcgd::analyze {

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "cli/error.h"
+
 namespace tcgd::analyze {
 namespace {
 
@@ -131,35 +133,8 @@ void ReportDirectory::sync() const {
   if (fd.get() >= 0) (void)::fsync(fd.get());
 }
 
-std::vector<OptionSpec> reportOutputOptions() {
-  return {
-      {"--json", "", "Print the report as one JSON object instead of text"},
-      {"--output", "DIR",
-       "Write report.txt, report.json and one CSV file per table into DIR (created if missing; "
-       "must be empty)"},
-      {"--overwrite", "", "With --output: replace the report files of a directory that is not empty"},
-  };
-}
-
-OutputOptions outputOptions(const ParsedArgs& args) {
-  OutputOptions options;
-  options.json = args.flag("--json");
-  options.dir = args.value("--output");
-  options.overwrite = args.flag("--overwrite");
-  if (options.dir && options.dir->empty()) throw AnalyzeError("--output needs a directory name");
-  if (options.overwrite && !options.dir) throw AnalyzeError("--overwrite applies only with --output DIR");
-  return options;
-}
-
-void emitReport(const Report& report, const OutputOptions& options, Output& out) {
-  if (!options.dir) {
-    out.append(options.json ? report.json : report.text);
-    return;
-  }
-  const ReportDirectory dir(*options.dir, options.overwrite);
+std::vector<std::string> writeReportFiles(const Report& report, const ReportDirectory& dir) {
   std::vector<std::string> written;
-  // The tables first and report.txt last: a reader that waits for
-  // report.txt finds everything else in place.
   for (const ReportTable& table : report.tables) {
     dir.write(table.name + ".csv", csvDocument(table));
     written.push_back(table.name + ".csv");
@@ -171,9 +146,7 @@ void emitReport(const Report& report, const OutputOptions& options, Output& out)
   dir.write("report.json", report.json);
   dir.write("report.txt", report.text);
   dir.sync();
-  std::string line = "wrote report.txt, report.json";
-  for (const auto& name : written) line += ", " + name;
-  out.append(line + " to " + dir.path() + "\n");
+  return written;
 }
 
 }  // namespace tcgd::analyze

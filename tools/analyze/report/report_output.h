@@ -1,11 +1,9 @@
-// Where a report goes: the terminal, or a directory of files.
+// A report and the directory it is written to.
 //
 // A verb builds a Report (its text, its complete JSON document and its named
-// tables) and hands it to emitReport() with the options the user gave:
-//  - no --output: the text (or, with --json, the JSON) on stdout;
-//  - --output DIR: report.txt, report.json, one NAME.csv per table and any
-//    extra files (a later report.html) in DIR, and one line on stdout saying
-//    what was written.
+// tables); commands/report_options.h prints it or, with --output DIR, writes
+// report.txt, report.json, one NAME.csv per table and any extra files
+// (report.html) into DIR through writeReportFiles().
 //
 // Every file is written atomically: into a temporary name in DIR, flushed to
 // disk, then renamed over its final name, so a crash or a full disk leaves
@@ -29,7 +27,6 @@
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
 
 namespace tcgd::analyze {
 
@@ -59,22 +56,6 @@ struct Report {
   std::vector<std::pair<std::string, std::string>> files;  // other files: name, content
 };
 
-struct OutputOptions {
-  bool json = false;                // --json: the JSON on stdout instead of the text
-  std::optional<std::string> dir;   // --output DIR
-  bool overwrite = false;           // --overwrite
-};
-
-// The options every report verb takes (--json, --output DIR, --overwrite),
-// for its CommandSpec, and reading them back.
-std::vector<OptionSpec> reportOutputOptions();
-OutputOptions outputOptions(const ParsedArgs& args);
-
-// Prints or writes `report` as `options` say. Throws AnalyzeError (one line
-// naming the path) when DIR is not empty without --overwrite, is not a
-// directory, or a file cannot be written; nothing partial is left then.
-void emitReport(const Report& report, const OutputOptions& options, Output& out);
-
 // One CSV document: the header row, then the rows (RFC 4180).
 std::string csvDocument(const ReportTable& table);
 // One field, quoted when it must be.
@@ -100,5 +81,11 @@ class ReportDirectory {
  private:
   std::string path_;
 };
+
+// Writes every file of `report` into `dir`: the tables and extra files
+// first, report.json, then report.txt last (a reader that waits for
+// report.txt finds everything else in place), then syncs the directory.
+// Returns the names of the tables and extra files written, in order.
+std::vector<std::string> writeReportFiles(const Report& report, const ReportDirectory& dir);
 
 }  // namespace tcgd::analyze

@@ -12,10 +12,11 @@
 #include <tuple>
 
 #include "commands/commands.h"
+#include "report/format.h"
 #include "report/json_writer.h"
 #include "memory/lifetimes.h"
 #include "memory/memory_summary.h"
-#include "report/report_output.h"
+#include "commands/report_options.h"
 
 namespace tcgd::analyze {
 namespace {

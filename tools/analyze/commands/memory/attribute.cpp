@@ -13,8 +13,9 @@
 
 #include "memory/attribute.h"
 #include "commands/commands.h"
+#include "report/format.h"
 #include "report/json_writer.h"
-#include "report/report_output.h"
+#include "commands/report_options.h"
 
 namespace tcgd::analyze {
 namespace {

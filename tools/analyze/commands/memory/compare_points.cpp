@@ -9,7 +9,7 @@
 #include "commands/commands.h"
 #include "memory/compare_points.h"
 #include "report/memory/compare_report.h"
-#include "report/report_output.h"
+#include "commands/report_options.h"
 
 namespace tcgd::analyze {
 namespace {

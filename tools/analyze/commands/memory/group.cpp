@@ -8,8 +8,9 @@
 
 #include "commands/commands.h"
 #include "memory/group.h"
+#include "report/format.h"
 #include "report/json_writer.h"
-#include "report/report_output.h"
+#include "commands/report_options.h"
 
 namespace tcgd::analyze {
 namespace {

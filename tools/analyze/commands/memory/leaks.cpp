@@ -8,11 +8,12 @@
 #include <iterator>
 
 #include "commands/commands.h"
+#include "report/format.h"
 #include "report/memory/compare_report.h"
 #include "report/json_writer.h"
 #include "memory/leaks.h"
 #include "memory/memory_summary.h"
-#include "report/report_output.h"
+#include "commands/report_options.h"
 
 namespace tcgd::analyze {
 namespace {

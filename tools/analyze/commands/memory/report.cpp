@@ -10,13 +10,14 @@
 #include <optional>
 
 #include "commands/commands.h"
+#include "report/format.h"
 #include "report/memory/html_report.h"
 #include "memory/leaks.h"
 #include "report/memory/phases_report.h"
 #include "report/json_writer.h"
 #include "model/memory_history.h"
 #include "memory/memory_summary.h"
-#include "report/report_output.h"
+#include "commands/report_options.h"
 
 namespace tcgd::analyze {
 namespace {

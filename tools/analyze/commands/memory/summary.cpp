@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "commands/commands.h"
+#include "report/format.h"
 #include "report/json_writer.h"
 #include "memory/memory_summary.h"
 

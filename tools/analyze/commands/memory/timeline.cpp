@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "commands/commands.h"
+#include "report/format.h"
 #include "report/json_writer.h"
 #include "model/memory_history.h"
 #include "memory/memory_summary.h"

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string>
 
+#include "report/format.h"
 #include "report/json_writer.h"
 
 namespace tcgd::analyze {

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "memory/lifetimes.h"
+#include "report/format.h"
 #include "report/memory/phases_report.h"
 
 namespace tcgd::analyze {
