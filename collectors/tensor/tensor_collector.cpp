@@ -391,6 +391,8 @@ CaptureFacts captureFacts(CUstream stream, bool per_thread) {
 
 // ---- probing -----------------------------------------------------------------
 
+bool deviceReadyFor(const CaptureFacts& capture, bool count_skips);
+
 void count(uint32_t counter) {
   if (channel::Channel* ch = agent::activeChannel()) ch->countTensor(counter);
 }
@@ -563,9 +565,21 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   for (uint32_t i = 0; i < scan.ranges_truncated; ++i) count(kRangesTruncated);
 }
 
+// Makes the device resources at the first launch made while nothing
+// captures, probed or not: a job whose first probed launch is captured
+// (the module cannot be loaded during a capture) still gets its probes.
+// One acquire load once they are made.
+void prepareDevice() {
+  if (g_device.state() != TensorDevice::State::kNone || captureTracker().anyActive()) return;
+  CaptureFacts eager;
+  (void)deviceReadyFor(eager, /*count_skips=*/false);
+}
+
 // Whether the device resources are ready for a launch in the calling
 // thread's context; makes them when nothing captures.
-bool deviceReady(const CaptureFacts& capture) {
+bool deviceReady(const CaptureFacts& capture) { return deviceReadyFor(capture, true); }
+
+bool deviceReadyFor(const CaptureFacts& capture, bool count_skips) {
   if (g_device.state() != TensorDevice::State::kReady) {
     channel::Channel* ch = agent::activeChannel();
     DeviceSetup setup;
@@ -580,11 +594,11 @@ bool deviceReady(const CaptureFacts& capture) {
         agent::reportWarning("tensor probes are off for this process: " + why);
         pushStatus(TensorStatus::kUnavailable, why);
       }
-      count(kSkipUnavailable);
+      if (count_skips) count(kSkipUnavailable);
       return false;
     }
     if (state != TensorDevice::State::kReady) {
-      count(kSkipNotReady);
+      if (count_skips) count(kSkipNotReady);
       return false;
     }
     const DeviceResources& r = g_device.resources();
@@ -600,7 +614,7 @@ bool deviceReady(const CaptureFacts& capture) {
   const DriverCalls& d = driverCalls();
   if (d.ctx_get_current == nullptr || d.ctx_get_current(&current) != CUDA_SUCCESS ||
       current != g_device.resources().context) {
-    count(kSkipOtherDevice);
+    if (count_skips) count(kSkipOtherDevice);
     return false;
   }
   return true;
@@ -621,6 +635,7 @@ bool enabled() {
 
 int kernelLaunched(const KernelLaunch& launch, CUresult result) {
   if (!enabled() || result != CUDA_SUCCESS) return 0;
+  prepareDevice();
   const CaptureFacts capture = captureFacts(launch.stream, launch.per_thread);
   KernelInfo* k = kernelFor(reinterpret_cast<uintptr_t>(launch.function));
   if (k == nullptr || k->rule_mask == 0) return 0;
@@ -707,6 +722,7 @@ namespace {
 
 int probeDestination(uint64_t pseudo, SiteKind kind, uint64_t dst, uint64_t bytes, bool require_known,
                      CUstream stream, bool per_thread, uint64_t source, uint32_t copy_kind) {
+  prepareDevice();
   const CaptureFacts capture = captureFacts(stream, per_thread);
   KernelInfo* k = kernelFor(pseudo);
   if (k == nullptr || k->rule_mask == 0) return 0;

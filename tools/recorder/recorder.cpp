@@ -130,6 +130,12 @@ class Recorder::Impl {
   uint64_t torn_run_end_ = UINT64_MAX;
   // The .tcgd-tensor bundle, when the session selects tensor probes.
   std::unique_ptr<TensorOutput> tensor_;
+  struct EarlyBlob {
+    uint64_t id;
+    uint16_t kind;
+    std::string bytes;
+  };
+  std::vector<EarlyBlob> early_blobs_;
 
   bool session_end_seen_ = false;
   bool session_end_normal_ = false;
@@ -170,7 +176,13 @@ size_t Recorder::Impl::drainPayload(bool job_dead) {
     if (keep) {
       blob_buffer_.resize(view.length);
       (void)channel::readBlob(payload_, pos, &view, blob_buffer_.data(), blob_buffer_.size());
-      if (tensor_ != nullptr) tensor_->addBlob(id, static_cast<uint16_t>(view.kind), blob_buffer_);
+      if (tensor_ != nullptr) {
+        tensor_->addBlob(id, static_cast<uint16_t>(view.kind), blob_buffer_);
+      } else if (phase_ == Phase::kWaitingStart) {
+        // Drained in the pass that also holds the session start: the tensor
+        // bundle, opened at that record, gets them then.
+        early_blobs_.push_back(EarlyBlob{id, static_cast<uint16_t>(view.kind), blob_buffer_});
+      }
       // The tensor kinds belong to the tensor bundle alone.
       const bool tensor_kind = view.kind == channel::BlobKind::kTensorSite ||
                                view.kind == channel::BlobKind::kTensorParams ||
@@ -335,8 +347,10 @@ void Recorder::Impl::startSession(const Record& r) {
       tensor_.reset();
     } else {
       result_.tensor_bundle_path = tensor_->path();
+      for (const EarlyBlob& b : early_blobs_) tensor_->addBlob(b.id, b.kind, b.bytes);
     }
   }
+  early_blobs_.clear();
 }
 
 void Recorder::Impl::noteSessionEnd(const Record& r) {

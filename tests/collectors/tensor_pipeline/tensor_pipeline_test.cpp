@@ -1,0 +1,352 @@
+// The tensor probes end to end on the CPU: tensor_program runs on the fake
+// CUDA driver under LD_PRELOAD=libtcgd.so with TCGD_TENSOR set; the fake runs
+// the fingerprint kernel's CPU reference when the agent launches it, and the
+// real recorder writes the .tcgd-tensor bundle this test reads back.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "collectors/tensor/observation.h"
+#include "preload_harness.h"
+#include "tests/tensor/fingerprint_reference.h"
+
+namespace tcgd::testing {
+namespace {
+
+using ::tcgd::tensor::Dtype;
+
+struct TensorBundle {
+  bool opened = false;
+  std::string error;
+  bool has_trailer = false;
+  bundle::Trailer trailer;
+  std::vector<bundle::TensorKernel> kernels;
+  std::vector<bundle::TensorSite> sites;
+  std::vector<bundle::TensorCounters> counters;
+  struct Row {
+    uint64_t site;
+    uint32_t exec, range, dtype, flags;
+    uint64_t elements, hash, nan, zero;
+    double minimum, maximum, sum, sum_squares;
+  };
+  std::vector<Row> observations;
+  std::map<uint64_t, std::string> blobs;
+  std::vector<std::string> record_types;  // names of the event records, in order
+
+  const bundle::TensorKernel* kernel(uint64_t function) const {
+    for (const auto& k : kernels)
+      if (k.function() == function) return &k;
+    return nullptr;
+  }
+  std::vector<Row> of(uint64_t site) const {
+    std::vector<Row> out;
+    for (const Row& r : observations)
+      if (r.site == site) out.push_back(r);
+    return out;
+  }
+};
+
+TensorBundle readTensorBundle(const std::string& path) {
+  TensorBundle b;
+  proto::BundleReader reader;
+  Status s = reader.open(path);
+  if (!s) {
+    b.error = s.message();
+    return b;
+  }
+  b.opened = reader.fileHeader().kind == proto::BundleKind::kTensor;
+  std::map<uint32_t, std::string> type_names;
+  bundle::Frame frame;
+  while (reader.next(&frame) == proto::BundleReader::Next::kFrame) {
+    switch (frame.body_case()) {
+      case bundle::Frame::kHeader:
+        for (const auto& t : frame.header().record_types()) type_names[t.id()] = t.name();
+        break;
+      case bundle::Frame::kEvents:
+        for (uint32_t t : frame.events().type()) b.record_types.push_back(type_names[t]);
+        break;
+      case bundle::Frame::kInterned:
+        for (const auto& blob : frame.interned().blobs()) b.blobs[blob.id()] = blob.data();
+        break;
+      case bundle::Frame::kTensorKernel:
+        b.kernels.push_back(frame.tensor_kernel());
+        break;
+      case bundle::Frame::kTensorSites:
+        for (const auto& site : frame.tensor_sites().sites()) b.sites.push_back(site);
+        break;
+      case bundle::Frame::kTensorObservations: {
+        const auto& o = frame.tensor_observations();
+        for (int i = 0; i < o.site_size(); ++i)
+          b.observations.push_back({o.site(i), o.exec(i), o.range(i), o.dtype(i), o.flags(i),
+                                    o.elements(i), o.hash(i), o.nan(i), o.zero(i), o.minimum(i),
+                                    o.maximum(i), o.sum(i), o.sum_squares(i)});
+        break;
+      }
+      case bundle::Frame::kTensorCounters:
+        b.counters.push_back(frame.tensor_counters());
+        break;
+      case bundle::Frame::kTrailer:
+        b.has_trailer = true;
+        b.trailer = frame.trailer();
+        break;
+      default:
+        break;
+    }
+  }
+  return b;
+}
+
+struct ProgramRun {
+  RunResult result;
+  std::map<std::string, uint64_t> values;
+  std::string tensor_bundle;
+  std::string memory_bundle;
+};
+
+ProgramRun runUnderAgent(const TempDir& dir, const std::string& rules, const char* mode = "normal") {
+  ProgramRun run;
+  run.result = runProgram(
+      {TENSOR_PROGRAM, mode},
+      cleanEnvironment({std::string("LD_LIBRARY_PATH=") + FAKE_CUDA_LIB_DIR,
+                        "TCGD_OUTPUT=" + dir.path(), "TCGD_TENSOR=" + rules,
+                        "LD_PRELOAD=" + preloadValue(TCGD_LIB_PATH)}));
+  std::istringstream lines(run.result.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream in(line);
+    std::string verb, key;
+    uint64_t v = 0;
+    if (in >> verb >> key >> v && verb == "value") run.values[key] = v;
+  }
+  // A job that exits waited for its recorder; a killed job's recorder
+  // finishes its bundles after the job is gone.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        (run.result.exited() ? std::chrono::seconds(0) : std::chrono::seconds(20));
+  for (;;) {
+    const auto t = dir.files(".tcgd-tensor");
+    const auto m = dir.files(".tcgd-memory");
+    if (!t.empty()) run.tensor_bundle = dir.path() + "/" + t[0];
+    if (!m.empty()) run.memory_bundle = dir.path() + "/" + m[0];
+    if (!run.tensor_bundle.empty() && readTensorBundle(run.tensor_bundle).has_trailer) break;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return run;
+}
+
+// The bytes the program leaves: a[i] = 2i after the eager launch, then 1.5
+// after every set; b = 3^(k+1) after replay k.
+std::vector<float> filled(uint32_t n, float v) { return std::vector<float>(n, v); }
+
+::tcgd::tensor::Observation expected(const std::vector<float>& values) {
+  return ::tcgd::tensor::reference::observe(values.data(), values.size() * 4, Dtype::kFloat32);
+}
+
+void expectObservation(const TensorBundle::Row& row, const ::tcgd::tensor::Observation& want,
+                       const std::string& what) {
+  EXPECT_EQ(row.hash, want.hash) << what;
+  EXPECT_EQ(row.elements, want.elements) << what;
+  EXPECT_EQ(row.nan, want.nan) << what;
+  EXPECT_EQ(row.zero, want.zero) << what;
+  EXPECT_EQ(row.minimum, want.minimum) << what;
+  EXPECT_EQ(row.maximum, want.maximum) << what;
+  EXPECT_EQ(row.sum, want.sum) << what;
+  EXPECT_EQ(row.sum_squares, want.sum_squares) << what;
+  EXPECT_EQ(row.dtype, static_cast<uint32_t>(Dtype::kFloat32)) << what;
+  EXPECT_EQ(row.flags, 0u) << what;
+}
+
+class TensorPipeline : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#if !TCGD_HAVE_FINGERPRINT
+    GTEST_SKIP() << "this build has no fingerprint kernel (nvcc was not found): tensor probes are not in it";
+#endif
+  }
+};
+
+TEST_F(TensorPipeline, EagerAndReplayedLaunchesAreFingerprinted) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "fingerprint");
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  EXPECT_EQ(run.result.err, "");
+  ASSERT_FALSE(run.tensor_bundle.empty()) << "no .tcgd-tensor bundle";
+  ASSERT_FALSE(run.memory_bundle.empty()) << "the memory bundle is written too";
+  const TensorBundle b = readTensorBundle(run.tensor_bundle);
+  ASSERT_TRUE(b.opened) << b.error;
+  ASSERT_TRUE(b.has_trailer);
+  EXPECT_TRUE(b.trailer.complete()) << b.trailer.end_reason();
+
+  const uint64_t a = run.values.at("a"), bb = run.values.at("b");
+  const uint32_t n = static_cast<uint32_t>(run.values.at("elements"));
+  const uint64_t scale = run.values.at("scale");
+
+  // The kernel, as first probed: its name, layout and dtype.
+  const bundle::TensorKernel* k = b.kernel(scale);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->name(), "_Z5scaleIfEvPT_S0_");
+  EXPECT_EQ(k->family(), 2u);
+  EXPECT_EQ(std::vector<uint32_t>(k->param_offsets().begin(), k->param_offsets().end()),
+            (std::vector<uint32_t>{0, 8}));
+  EXPECT_EQ(std::vector<uint32_t>(k->param_sizes().begin(), k->param_sizes().end()),
+            (std::vector<uint32_t>{8, 4}));
+  EXPECT_EQ(k->dtype(), static_cast<uint32_t>(Dtype::kFloat32));
+  const bundle::TensorKernel* set = b.kernel(7);
+  ASSERT_NE(set, nullptr);
+  EXPECT_EQ(set->name(), "memset D32");
+
+  // Three sites: the eager launch, the captured launch, the captured set.
+  ASSERT_EQ(b.sites.size(), 3u);
+  const bundle::TensorSite& eager = b.sites[0];
+  const bundle::TensorSite& captured = b.sites[1];
+  const bundle::TensorSite& captured_set = b.sites[2];
+  EXPECT_LT(eager.site(), captured.site());
+  EXPECT_LT(eager.sequence(), captured.sequence());
+  EXPECT_EQ(eager.function(), scale);
+  EXPECT_EQ(eager.capture(), 0u);
+  EXPECT_EQ(eager.invocation(), 0u);
+  EXPECT_EQ(captured.function(), scale);
+  EXPECT_EQ(captured.capture(), 1u);  // the first capture, + 1
+  EXPECT_EQ(captured.node(), 0u);
+  EXPECT_EQ(captured.invocation(), 1u);
+  EXPECT_NE(captured.capture_id(), 0u);
+  EXPECT_EQ(captured.stream(), run.values.at("stream"));
+  EXPECT_EQ(std::vector<uint32_t>(captured.grid().begin(), captured.grid().end()),
+            (std::vector<uint32_t>{4, 1, 1}));
+  EXPECT_EQ(captured_set.kind(), 4u);
+  EXPECT_EQ(captured_set.capture(), 1u);
+  EXPECT_EQ(captured_set.node(), 1u);
+  EXPECT_EQ(captured_set.copy_bytes(), uint64_t{n} * 4);
+  EXPECT_EQ(captured_set.copy_source(), run.values.at("set_bits"));
+
+  // Ranges: the pointer word at offset 0 names the whole allocation.
+  for (const bundle::TensorSite* s : {&eager, &captured}) {
+    ASSERT_EQ(s->ranges_size(), 1);
+    const bundle::TensorRange& r = s->ranges(0);
+    EXPECT_EQ(r.ptr(), s == &eager ? a : bb);
+    EXPECT_EQ(r.base(), r.ptr());
+    EXPECT_EQ(r.extent(), uint64_t{n} * 4);
+    EXPECT_EQ(r.bytes(), uint64_t{n} * 4);
+    EXPECT_EQ(r.param(), 0);
+    EXPECT_EQ(r.offset(), 0u);
+    EXPECT_EQ(r.dtype(), static_cast<uint32_t>(Dtype::kFloat32));
+    EXPECT_EQ(r.source(), 2u);  // a driver allocation
+    EXPECT_EQ(std::vector<uint32_t>(s->pointer_offsets().begin(), s->pointer_offsets().end()),
+              (std::vector<uint32_t>{0}));
+  }
+  ASSERT_EQ(captured_set.ranges_size(), 1);
+  EXPECT_EQ(captured_set.ranges(0).ptr(), a);
+  EXPECT_EQ(captured_set.ranges(0).param(), -1);
+
+  // The raw parameters: the scalar as the kernel received it, 2 eagerly and
+  // 3 in the capture (changed to 100 after the launch: the capture keeps 3).
+  for (const auto& [s, want] : {std::pair{&eager, 2.0f}, std::pair{&captured, 3.0f}}) {
+    ASSERT_NE(s->params_blob(), 0u);
+    ASSERT_TRUE(b.blobs.count(s->params_blob()));
+    const std::string& params = b.blobs.at(s->params_blob());
+    ASSERT_EQ(params.size(), 12u);
+    float scalar;
+    std::memcpy(&scalar, params.data() + 8, 4);
+    EXPECT_EQ(scalar, want);
+    uint64_t pointer;
+    std::memcpy(&pointer, params.data(), 8);
+    EXPECT_EQ(pointer, s == &eager ? a : bb);
+  }
+
+  // Observations, bit for bit the reference's: the eager launch once, each
+  // captured site once per replay with its replay index.
+  std::vector<float> doubled(n);
+  for (uint32_t i = 0; i < n; ++i) doubled[i] = 2.0f * static_cast<float>(i);
+  const auto eager_rows = b.of(eager.site());
+  ASSERT_EQ(eager_rows.size(), 1u);
+  EXPECT_EQ(eager_rows[0].exec, 0u);
+  expectObservation(eager_rows[0], expected(doubled), "eager a *= 2");
+
+  const uint32_t replays = static_cast<uint32_t>(run.values.at("replays"));
+  auto rows = b.of(captured.site());
+  ASSERT_EQ(rows.size(), replays);
+  std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.exec < y.exec; });
+  float power = 1.0f;
+  for (uint32_t k = 0; k < replays; ++k) {
+    power *= 3.0f;
+    EXPECT_EQ(rows[k].exec, k);
+    expectObservation(rows[k], expected(filled(n, power)), "replay " + std::to_string(k) + " b *= 3");
+  }
+  const auto set_rows = b.of(captured_set.site());
+  ASSERT_EQ(set_rows.size(), replays);
+  for (const auto& row : set_rows) {
+    // A copy's or set's destination has no dtype of its own: hash only.
+    EXPECT_EQ(row.hash, expected(filled(n, 1.5f)).hash);
+    EXPECT_EQ(row.flags & ::tcgd::tensor::kObservationHashOnly, ::tcgd::tensor::kObservationHashOnly);
+  }
+
+  // The counters at the end, and the graph records the analysis needs.
+  ASSERT_FALSE(b.counters.empty());
+  const bundle::TensorCounters& last = b.counters.back();
+  EXPECT_TRUE(last.final());
+  EXPECT_EQ(last.sites(), 3u);
+  EXPECT_EQ(last.observations(), 1u + 2u * replays);
+  EXPECT_EQ(last.slots_dropped(), 0u);
+  EXPECT_EQ(last.observations_incomplete(), 0u);
+  auto has = [&](const std::string& type) {
+    return std::find(b.record_types.begin(), b.record_types.end(), type) != b.record_types.end();
+  };
+  EXPECT_TRUE(has("cuStreamBeginCapture_v2"));
+  EXPECT_TRUE(has("cuGraphInstantiateWithFlags"));
+  EXPECT_TRUE(has("cuGraphLaunch"));
+  EXPECT_TRUE(has("tensor_capture_begin"));
+  EXPECT_TRUE(has("tensor_capture_end"));
+  EXPECT_TRUE(has("tensor_status"));
+  EXPECT_FALSE(has("cuMemAlloc_v2")) << "memory records stay in the memory bundle";
+}
+
+TEST_F(TensorPipeline, RulesNarrowWhatIsProbed) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "fingerprint:kernel=~^memset,when=capture");
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  const TensorBundle b = readTensorBundle(run.tensor_bundle);
+  ASSERT_TRUE(b.has_trailer);
+  ASSERT_EQ(b.sites.size(), 1u);
+  EXPECT_EQ(b.sites[0].kind(), 4u);
+  EXPECT_EQ(b.of(b.sites[0].site()).size(), run.values.at("replays"));
+}
+
+TEST_F(TensorPipeline, AKilledJobsBundleHoldsEveryCompletedReplay) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "fingerprint", "kill");
+  ASSERT_EQ(run.result.signal(), SIGKILL) << run.result.err;
+  ASSERT_FALSE(run.tensor_bundle.empty());
+  const TensorBundle b = readTensorBundle(run.tensor_bundle);
+  ASSERT_TRUE(b.has_trailer) << "the recorder finishes the bundle after the job's death";
+  EXPECT_FALSE(b.trailer.complete());
+  ASSERT_EQ(b.sites.size(), 3u);
+  EXPECT_EQ(b.of(b.sites[1].site()).size(), run.values.at("replays"));
+  EXPECT_EQ(b.of(b.sites[2].site()).size(), run.values.at("replays"));
+}
+
+TEST_F(TensorPipeline, WithoutTensorRulesNoTensorBundleIsWritten) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "off");
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  EXPECT_TRUE(dir.files(".tcgd-tensor").empty());
+  EXPECT_EQ(dir.files(".tcgd-memory").size(), 1u);
+}
+
+TEST_F(TensorPipeline, ABadRuleIsOneLineAndTheJobRunsUnprobed) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "fingerprint:kernal=~x");
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  const auto lines = run.result.errLines();
+  ASSERT_EQ(lines.size(), 1u) << run.result.err;
+  EXPECT_NE(lines[0].find("TCGD_TENSOR=fingerprint:kernal=~x"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("kernal"), std::string::npos) << lines[0];
+  EXPECT_TRUE(dir.files(".tcgd-tensor").empty());
+  EXPECT_EQ(run.values.at("replays"), 3u);  // the job ran to the end
+}
+
+}  // namespace
+}  // namespace tcgd::testing

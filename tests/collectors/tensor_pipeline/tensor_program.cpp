@@ -1,0 +1,102 @@
+// A program for the tensor pipeline test (tensor_pipeline_test.cpp), run on
+// the fake CUDA driver under LD_PRELOAD=libtcgd.so with TCGD_TENSOR set. It
+// launches a kernel eagerly, captures it and a set into a graph, replays
+// the graph, and prints what the test checks the .tcgd-tensor bundle
+// against as "value NAME NUMBER" lines. argv[1]: "kill" SIGKILLs itself
+// after the replays (the bundle must still hold them).
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+#include "fake_cuda.h"
+
+namespace {
+
+// scale<float>(float* data, float by): data[i] *= by for grid * block elements.
+void scaleBody(void* const* params, const uint32_t* grid, const uint32_t* block, void*) {
+  float* data = *static_cast<float* const*>(params[0]);
+  const float by = *static_cast<const float*>(params[1]);
+  for (uint32_t i = 0; i < grid[0] * block[0]; ++i) data[i] *= by;
+}
+
+void value(const char* name, uint64_t v) {
+  std::printf("value %s %llu\n", name, static_cast<unsigned long long>(v));
+}
+
+int fail(const char* what, CUresult r) {
+  std::fprintf(stderr, "%s failed: %d\n", what, static_cast<int>(r));
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool kill_self = argc > 1 && std::strcmp(argv[1], "kill") == 0;
+  CUresult r = cuInit(0);
+  if (r != CUDA_SUCCESS) return fail("cuInit", r);
+  constexpr uint32_t kElements = 1024;
+  CUdeviceptr a = 0, b = 0;
+  if ((r = cuMemAlloc_v2(&a, kElements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc a", r);
+  if ((r = cuMemAlloc_v2(&b, kElements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc b", r);
+  // The fake's device memory is host memory.
+  float* ha = reinterpret_cast<float*>(a);
+  float* hb = reinterpret_cast<float*>(b);
+  for (uint32_t i = 0; i < kElements; ++i) {
+    ha[i] = static_cast<float>(i);
+    hb[i] = 1.0f;
+  }
+  const uint32_t offsets[] = {0, 8}, sizes[] = {8, 4};
+  auto* scale = static_cast<CUfunction>(
+      fake_cuda_make_kernel_params("_Z5scaleIfEvPT_S0_", 2, 2, offsets, sizes));
+  fake_cuda_set_kernel_body(scale, scaleBody, nullptr);
+  CUstream s = nullptr;
+  if ((r = cuStreamCreate(&s, 0)) != CUDA_SUCCESS) return fail("cuStreamCreate", r);
+
+  // Eager: a *= 2.
+  float by = 2.0f;
+  void* eager_args[] = {&a, &by};
+  if ((r = cuLaunchKernel(scale, 4, 1, 1, 256, 1, 1, 0, s, eager_args, nullptr)) != CUDA_SUCCESS)
+    return fail("eager launch", r);
+
+  // Captured: b *= 3, then a set to 1.5 (the value 3 is copied at capture).
+  if ((r = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL)) != CUDA_SUCCESS)
+    return fail("begin capture", r);
+  by = 3.0f;
+  void* captured_args[] = {&b, &by};
+  if ((r = cuLaunchKernel(scale, 4, 1, 1, 256, 1, 1, 0, s, captured_args, nullptr)) != CUDA_SUCCESS)
+    return fail("captured launch", r);
+  by = 100.0f;  // changed after the launch: the capture keeps 3
+  const float one_and_half = 1.5f;
+  uint32_t bits;
+  std::memcpy(&bits, &one_and_half, 4);
+  if ((r = cuMemsetD32Async(a, bits, kElements, s)) != CUDA_SUCCESS) return fail("set", r);
+  CUgraph graph = nullptr;
+  if ((r = cuStreamEndCapture(s, &graph)) != CUDA_SUCCESS) return fail("end capture", r);
+  CUgraphExec exec = nullptr;
+  if ((r = cuGraphInstantiateWithFlags(&exec, graph, 0)) != CUDA_SUCCESS)
+    return fail("instantiate", r);
+  constexpr int kReplays = 3;
+  for (int i = 0; i < kReplays; ++i)
+    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
+  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+
+  value("a", a);
+  value("b", b);
+  value("stream", reinterpret_cast<uintptr_t>(s));
+  value("scale", reinterpret_cast<uintptr_t>(scale));
+  value("set_bits", bits);
+  value("replays", kReplays);
+  value("elements", kElements);
+  std::fflush(stdout);
+  if (kill_self) {
+    // A moment for the recorder to see the slots is not needed: what the
+    // "GPU" wrote is in the channel's memory, which outlives this process.
+    kill(getpid(), SIGKILL);
+  }
+  return 0;
+}
