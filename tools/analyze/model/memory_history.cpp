@@ -7,7 +7,6 @@
 
 #include "cli/error.h"
 #include "records/memory_records.h"
-#include "memory/memory_summary.h"
 
 namespace tcgd::analyze {
 namespace {
@@ -16,8 +15,10 @@ namespace tb = torchbridge;
 using Kind = MemoryEventKind;
 
 // kinds_ entries: 0 not a memory event, kind + 1 (bits 0-5), kStreamWord
-// when word 4 is the stream (async calls), kSnapshotPart, kUnclassified.
+// when word 4 is the stream (async calls), or one of the codes below.
 constexpr uint8_t kStreamWord = 0x40;
+constexpr uint8_t kPointRecord = 0xfb;   // for the intervals' coverage
+constexpr uint8_t kStatusRecord = 0xfc;  // allocator_status, likewise
 constexpr uint8_t kNativeStack = 0xfd;
 constexpr uint8_t kSnapshotPart = 0xfe;
 constexpr uint8_t kUnclassified = 0xff;
@@ -174,7 +175,11 @@ void MemoryHistory::requireComplete(size_t first, size_t last, std::string_view 
 }
 
 HistoryBuilder::HistoryBuilder(const Bundle& bundle)
-    : bundle_(bundle), catalog_(bundle), replay_(bundle, {}), kinds_(size_t{1} << 16, kUnclassified) {
+    : bundle_(bundle),
+      catalog_(bundle),
+      replay_(bundle, {}),
+      kinds_(size_t{1} << 16, kUnclassified),
+      snapshots_(bundle) {
   for (const bundle::Point& point : bundle.points()) points_by_sequence_.push_back(&point);
   std::stable_sort(
       points_by_sequence_.begin(), points_by_sequence_.end(),
@@ -192,6 +197,8 @@ uint8_t HistoryBuilder::kindOf(uint16_t type) {
   switch (kind) {
     case RecordKind::kAllocatorSnapshot: return entry = kSnapshotPart;
     case RecordKind::kNativeStack: return entry = kNativeStack;
+    case RecordKind::kPoint: return entry = kPointRecord;
+    case RecordKind::kAllocatorStatus: return entry = kStatusRecord;
     case RecordKind::kMemAlloc: return entry = encodeKind(Kind::kDriverAlloc) | stream;
     case RecordKind::kMemAllocManaged: return entry = encodeKind(Kind::kManagedAlloc);
     case RecordKind::kMemFree: return entry = encodeKind(Kind::kDriverFree) | stream;
@@ -235,25 +242,15 @@ uint16_t HistoryBuilder::internLibrary(uint32_t replay_library) {
   return index;
 }
 
-void HistoryBuilder::addSnapshotPart(const proto::DecodedRecord& record) {
-  const SnapshotPartRecord part = SnapshotPartRecord::of(record);
-  SnapshotAssembly& assembly = assemblies_[part.ordinal];
-  // first_sequence is the sequence + 1 (0: no part yet): when it was taken.
-  if (assembly.first_sequence == 0) assembly.first_sequence = record.sequence + 1;
-  assembly.status = part.status;
-  const BlobInfo* blob = part.blob != 0 ? bundle_.blob(part.blob) : nullptr;
-  if (blob == nullptr) {
-    assembly.missing_part = true;
-    return;
-  }
-  assembly.parts.add(part.part, part.parts, part.total_bytes, blob->data.data(), blob->data.size());
-}
-
 void HistoryBuilder::observe(const proto::DecodedRecord& record) {
   const uint8_t code = kindOf(record.type);
   if (code == 0) return;
   if (code == kSnapshotPart) {
-    addSnapshotPart(record);
+    snapshots_.add(record);
+    return;
+  }
+  if (code == kPointRecord || code == kStatusRecord) {
+    coverage_.observe(code == kPointRecord ? RecordKind::kPoint : RecordKind::kAllocatorStatus, record);
     return;
   }
   if (code == kNativeStack) {
@@ -364,20 +361,18 @@ void HistoryBuilder::observeDriver(const proto::DecodedRecord& record, MemoryEve
 void HistoryBuilder::decodeSnapshots() {
   std::vector<std::pair<uint64_t, uint64_t>> order;  // (sequence, ordinal)
   std::unordered_map<uint64_t, HistorySnapshot> decoded;
-  for (auto& [ordinal, assembly] : assemblies_) {
+  for (const auto& [ordinal, assembly] : snapshots_.byOrdinal()) {
     HistorySnapshot snapshot;
     snapshot.point_ordinal = ordinal;
-    snapshot.sequence = assembly.first_sequence - 1;
-    if (assembly.status == 3) {
+    snapshot.sequence = assembly.first_sequence;
+    if (assembly.status == kSnapshotNotInitialized) {
       // Not initialized: the allocator held nothing, which is a state.
-    } else if (assembly.status != 0 || assembly.missing_part || !assembly.parts.valid() ||
-               !assembly.parts.complete()) {
+    } else if (assembly.status != kSnapshotTaken || !assembly.whole()) {
       continue;
     } else {
-      const std::vector<uint8_t> bytes = assembly.parts.bytes();
       tb::AllocatorSnapshot parsed;
       std::string error;
-      if (!tb::decodeSnapshot(bytes.data(), bytes.size(), &parsed, &error)) continue;
+      if (!assembly.decode(&parsed, &error)) continue;
       for (const tb::SnapshotSegment& segment : parsed.segments) {
         const uint32_t pool = internPool(segment.pool.first, segment.pool.second);
         snapshot.segments.push_back(
@@ -490,16 +485,15 @@ void HistoryBuilder::fillIntervals(bool completeness) {
     intervals[i].end_event = at;
   }
   if (!completeness) return;
-  // The summary says, per point, how complete the interval before it is.
-  const MemorySummary summary = summarizeMemory(bundle_);
+  // How complete the interval before each point is (in point order).
+  const std::vector<bundle::Point>& all_points = bundle_.points();
+  const std::vector<PointCoverage> covered = coverage_.atPoints(all_points);
   uint64_t accounted = 0;
   for (size_t i = 0; i < points; ++i) {
-    for (const PointMemory& point : summary.points) {
-      if (point.point != points_by_sequence_[i]) continue;
-      intervals[i].history = point.history;
-      intervals[i].dropped = point.dropped_in_interval;
-      accounted += point.dropped_in_interval;
-    }
+    const PointCoverage& point = covered[static_cast<size_t>(points_by_sequence_[i] - all_points.data())];
+    intervals[i].history = point.history;
+    intervals[i].dropped = point.dropped_in_interval;
+    accounted += point.dropped_in_interval;
   }
   // After the last point: the trailer's drops not yet accounted for, and
   // the allocator's coverage as it was at the last point.

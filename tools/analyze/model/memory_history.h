@@ -34,6 +34,8 @@
 #include "bundle/bundle.h"
 #include "collectors/torch/snapshot_codec.h"
 #include "model/driver_memory_replay.h"
+#include "model/history_coverage.h"
+#include "model/snapshot_assembly.h"
 #include "records/record_catalog.h"
 
 namespace tcgd::analyze {
@@ -146,7 +148,7 @@ struct EventStack {
 };
 
 // The events between two consecutive points (by sequence), and whether the
-// history there is complete (memory_summary.h: PointMemory::history).
+// history there is complete (model/history_coverage.h).
 struct HistoryInterval {
   const bundle::Point* after = nullptr;   // null: the start of the recording
   const bundle::Point* before = nullptr;  // null: after the last point
@@ -202,7 +204,8 @@ class HistoryBuilder {
   void reserve(size_t events) { history_.events_.reserve(events); }
   void observe(const proto::DecodedRecord& record);
   // Resolves the pools of driver events against the snapshots and fills
-  // the intervals (completeness from summarizeMemory when `completeness`).
+  // the intervals (how complete each is, when `completeness`:
+  // model/history_coverage.h).
   MemoryHistory finish(bool completeness = true);
 
  private:
@@ -211,7 +214,6 @@ class HistoryBuilder {
   uint16_t internLibrary(uint32_t replay_library);
   void observeDriver(const proto::DecodedRecord& record, MemoryEventKind kind, bool stream_word,
                      MemoryEvent& event);
-  void addSnapshotPart(const proto::DecodedRecord& record);
   void decodeSnapshots();
   void resolvePools();
   void fillIntervals(bool completeness);
@@ -227,13 +229,8 @@ class HistoryBuilder {
   uint64_t last_pool_key_[2] = {UINT64_MAX, UINT64_MAX};
   uint32_t last_pool_ = kNoPool;
   std::vector<uint16_t> library_map_;  // replay library -> history library
-  struct SnapshotAssembly {
-    torchbridge::SnapshotParts parts;
-    uint64_t first_sequence = 0;
-    uint16_t status = 0;
-    bool missing_part = false;
-  };
-  std::map<uint64_t, SnapshotAssembly> assemblies_;  // by point ordinal
+  SnapshotAssembly snapshots_;
+  HistoryCoverage coverage_;  // points and allocator_status records, for the intervals
   // Sizes and libraries of what releases name without saying them.
   std::unordered_map<uint64_t, std::pair<uint64_t, uint16_t>> host_allocations_;
   std::unordered_map<uint64_t, uint16_t> reservations_;
