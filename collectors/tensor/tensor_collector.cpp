@@ -154,9 +154,12 @@ bool doStart() {
   s->max_ranges = static_cast<uint32_t>(
       std::min<uint64_t>(inForceNumber("TCGD_TENSOR_MAX_RANGES", 1024), Scratch::kMaxRanges));
   s->site_capacity = static_cast<uint32_t>(inForceNumber("TCGD_TENSOR_SITES", 65536));
+  // Blocks are many and small; driver allocations and the allocator's
+  // segments fewer and large (the maps reserve address space for their
+  // capacity and touch what they use: docs/tensor.md, "What it takes").
   s->blocks = new LiveMap;
-  s->driver = new LiveMap;
-  s->segments = new LiveMap;
+  s->driver = new LiveMap(LiveMap::Capacity{size_t{1} << 14, size_t{1} << 16});
+  s->segments = new LiveMap(LiveMap::Capacity{size_t{1} << 15, size_t{1} << 17});
   if (!s->blocks->valid() || !s->driver->valid() || !s->segments->valid()) {
     agent::reportError("cannot reserve the live-allocation maps; tensor probes are off for this process");
     return false;

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import group_stage
 import memory_checks
+import tensor_checks
 
 HERE = Path(__file__).resolve().parent
 MiB = 1 << 20
@@ -379,6 +380,51 @@ def memory_bench(gate, rounds):
     return {k: statistics.median(v) for k, v in times.items() if v}
 
 
+# The tensor probes' benchmark (tensor_bench.py and the launch loop):
+# (agent?, extra env).
+TENSOR_BENCH = {
+    "none": (False, {}),
+    "tensor-off": (True, {}),
+    "fingerprint": (True, {"TCGD_TENSOR": "fingerprint"}),
+}
+
+
+def tensor_bench(gate, rounds):
+    """Median graphed-step, eager-step and launch-loop times per
+    configuration, rounds interleaved (the order rotates each round) in one
+    call, and the bytes one replay fingerprints (from the last bundle)."""
+    times = {k: {"graph_step_s": [], "eager_step_s": [], "launch_s": []} for k in TENSOR_BENCH}
+    case_dir = gate.out / "tensor-bench"
+    case_dir.mkdir(parents=True, exist_ok=True)
+    keys = list(TENSOR_BENCH)
+    for i in range(rounds):
+        for k in keys[i % len(keys):] + keys[:i % len(keys)]:
+            agent, extra = TENSOR_BENCH[k]
+            for script, fields in (("tensor_bench.py", ("graph_step_s", "eager_step_s")),
+                                   ("launch_bench.py", ("launch_s",))):
+                r = Run([sys.executable, script], gate.env(agent, case_dir, extra=extra), 600)
+                line = next((ln for ln in r.stdout.splitlines() if ln.startswith("BENCH ")), None)
+                if line:
+                    for f in fields:
+                        times[k][f].append(json.loads(line[6:])[f])
+                else:
+                    (case_dir / f"{k}-{script}-{i}.stderr").write_text(r.stderr)
+    if not times["none"]["graph_step_s"]:
+        return None
+    res = {k: {f: statistics.median(v) for f, v in m.items() if v} for k, m in times.items()}
+    from tensor_bundle import TensorBundle
+    replay_bytes = 0
+    for path in sorted(case_dir.glob("*.tcgd-tensor")):
+        try:
+            b = TensorBundle(str(path))
+        except ValueError:
+            continue
+        if any(s["capture"] > 0 for s in b.sites):
+            replay_bytes = sum(r["bytes"] for s in b.sites if s["capture"] > 0 for r in s["ranges"])
+    res["replay_bytes"] = replay_bytes
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -412,9 +458,11 @@ def main():
             continue
         gate.run_case(name, ["memory_cases.py", case], check, agent_env=agent_env)
     skipped = []  # (case, why)
+    tensor_checks.run(gate, args.only)
     group_stage.run(gate, Bundle, args.only, skipped, args.group_world)
     bench_res = None if args.no_bench else bench(gate, args.bench_rounds)
     mem_bench = None if args.no_bench else memory_bench(gate, args.bench_rounds)
+    tensor_b = None if args.no_bench else tensor_bench(gate, args.bench_rounds)
 
     print("\n== GPU gate details")
     for name, ok, checks, secs in gate.rows:
@@ -442,9 +490,22 @@ def main():
             if k in mem_bench:
                 print(f"{'bench step ' + k:28} {'ratio':8} {mem_bench[k] / base:.3f} "
                       f"({mem_bench[k] * 1e3:.2f} ms / none {base * 1e3:.2f} ms)")
+    if tensor_b:
+        base = tensor_b["none"]
+        for k in ("tensor-off", "fingerprint"):
+            for f in ("graph_step_s", "eager_step_s", "launch_s"):
+                if f in tensor_b.get(k, {}) and f in base:
+                    print(f"{'bench tensor ' + f[:-2] + ' ' + k:28} {'ratio':8} "
+                          f"{tensor_b[k][f] / base[f]:.3f} ({tensor_b[k][f] * 1e3:.2f} ms / none "
+                          f"{base[f] * 1e3:.2f} ms)")
+        fp = tensor_b.get("fingerprint", {})
+        if tensor_b["replay_bytes"] and "graph_step_s" in fp and fp["graph_step_s"] > base["graph_step_s"]:
+            extra = fp["graph_step_s"] - base["graph_step_s"]
+            print(f"{'bench tensor bytes/replay':28} {'rate':8} {tensor_b['replay_bytes'] / 1e9:.2f} GB "
+                  f"fingerprinted per replay, {tensor_b['replay_bytes'] / extra / 1e12:.2f} TB/s of added time")
     summary = {"cases": [{"name": n, "ok": ok, "checks": [[g, w] for g, w in c]} for n, ok, c, _ in gate.rows],
                "skipped": [{"name": n, "why": w} for n, w in skipped],
-               "bench": bench_res, "memory_bench": mem_bench}
+               "bench": bench_res, "memory_bench": mem_bench, "tensor_bench": tensor_b}
     (gate.out / "summary.json").write_text(json.dumps(summary, indent=1))
     return 0 if all(r[1] for r in gate.rows) else 1
 

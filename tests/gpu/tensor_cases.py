@@ -1,0 +1,380 @@
+"""The tensor gate's programs, one per argv[1] (argv[2]: eager or graph where a
+case has both). They use nothing of tcgd: the agent probes them unmodified
+(TCGD_TENSOR=fingerprint). Each prints "RESULT <digest>" (compared with and
+without the agent) and writes to GATE_TRUTH what the gate checks the tensor
+bundle against, taken from PyTorch in the same run.
+
+    quickstart            the seed's tensor quick start: static_x * 2, relu(h - 5), square, captured
+    transformer MODE      a small transformer's training step, eager steps or replays of a captured step
+    compile               torch.compile(mode="reduce-overhead"): cudagraph trees
+    two-streams           a capture that forks onto a second stream and joins back
+    kill N                replays N times (each synchronized), then SIGKILLs itself
+  planted bugs, for first-divergence (each with MODE eager or graph):
+    stale-input MODE      the graph reads a static input the loop stopped copying into
+    baked-scalar MODE     a Python float (a learning-rate schedule) baked into the captured kernel
+    frozen-branch MODE    Python control flow taken once at capture
+    unwritten-padding MODE  the graph's buffer is never zeroed: its padding rows hold NaN
+    dropout MODE          dropout: random numbers differ, legitimately
+    correct MODE          a correct graphed program: no divergence
+"""
+import json
+import os
+import signal
+import sys
+
+import numpy as np
+import torch
+
+import gpu_common as g
+
+CASE = sys.argv[1] if len(sys.argv) > 1 else "quickstart"
+MODE = sys.argv[2] if len(sys.argv) > 2 else "graph"
+STEPS = 4
+torch.manual_seed(0)
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+
+# ---- what the gate checks observations against -------------------------------
+
+def fingerprint(t):
+    """The fingerprint of a contiguous tensor's bytes as tcgd defines it
+    (collectors/tensor/fingerprint_abi.h): the wrapping sum of wordHash over
+    the little-endian 8-byte words, and the statistics over finite elements."""
+    raw = t.detach().contiguous().cpu().view(torch.uint8).numpy().tobytes()
+    pad = (-len(raw)) % 8
+    words = np.frombuffer(raw + b"\0" * pad, dtype="<u8")
+    with np.errstate(over="ignore"):
+        j = np.arange(len(words), dtype=np.uint64)
+        k = words ^ (j * np.uint64(0x9E3779B97F4A7C15)) ^ np.uint64(0x5BD1E9955BD1E995)
+        k ^= k >> np.uint64(33)
+        k *= np.uint64(0xFF51AFD7ED558CCD)
+        k ^= k >> np.uint64(33)
+        k *= np.uint64(0xC4CEB9FE1A85EC53)
+        k ^= k >> np.uint64(33)
+        h = int(k.sum(dtype=np.uint64)) if len(words) else 0
+    v = t.detach().double().flatten().cpu()
+    finite = v[torch.isfinite(v)]
+    return {
+        "ptr": t.data_ptr(), "bytes": len(raw), "hash": h, "elements": v.numel(),
+        "nan": int(torch.isnan(v).sum()), "pos_inf": int((v == float("inf")).sum()),
+        "neg_inf": int((v == float("-inf")).sum()), "zero": int((v == 0).sum()),
+        "min": float(finite.min()) if finite.numel() else None,
+        "max": float(finite.max()) if finite.numel() else None,
+        "sum": float(finite.sum()), "sum_squares": float((finite * finite).sum()),
+    }
+
+
+# ---- the seed's quick start ----------------------------------------------------
+
+def quickstart():
+    static_x = torch.arange(8, device="cuda", dtype=torch.float32)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        first_hidden = static_x * 2
+        second_hidden = torch.relu(first_hidden - 5)
+        output = second_hidden.square()
+    graph.replay()
+    torch.cuda.synchronize()
+    # What each captured kernel left in the tensors it wrote, taken by torch
+    # after replay 1 (the temporary first_hidden - 5 is recomputed).
+    return g.digest(output), {
+        "tensors": {
+            "static_x": fingerprint(static_x),
+            "after_scale": fingerprint(first_hidden),
+            "after_relu": fingerprint(second_hidden),
+            "output": fingerprint(output),
+            "minus_five": fingerprint(first_hidden - 5),
+        },
+        "kernels": 4,
+    }
+
+
+# ---- a small transformer, eager or captured -----------------------------------
+
+class Block(torch.nn.Module):
+    def __init__(self, d, heads, dropout):
+        super().__init__()
+        self.ln1 = torch.nn.LayerNorm(d)
+        self.attn = torch.nn.MultiheadAttention(d, heads, dropout=dropout, batch_first=True)
+        self.ln2 = torch.nn.LayerNorm(d)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(),
+                                       torch.nn.Linear(4 * d, d), torch.nn.Dropout(dropout))
+
+    def forward(self, x):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+def model_and_data(dropout=0.0, d=128, layers=2):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[Block(d, 4, dropout) for _ in range(layers)],
+                                torch.nn.Linear(d, 16)).cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+    gen = torch.Generator().manual_seed(1)
+    xs = [torch.randn(8, 32, d, generator=gen) for _ in range(3 + STEPS)]
+    ys = [torch.randint(0, 16, (8, 32), generator=gen) for _ in range(3 + STEPS)]
+    return model, opt, xs, ys
+
+
+def train(model, opt, xs, ys, mode, on_step=None):
+    """3 warm-up steps eagerly (on a side stream, as graphs need), then STEPS
+    steps: eager, or replays of one captured step fed through static inputs.
+    Step k of an eager run and replay k of a graph run compute the same."""
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x).flatten(0, 1), y.flatten())
+        loss.backward()
+        opt.step()
+        return loss
+
+    static_x = xs[0].cuda()
+    static_y = ys[0].cuda()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(3):
+            static_x.copy_(xs[i])
+            static_y.copy_(ys[i])
+            step(static_x, static_y)
+    torch.cuda.current_stream().wait_stream(side)
+    losses = []
+    if mode == "eager":
+        for k in range(STEPS):
+            static_x.copy_(xs[3 + k])
+            static_y.copy_(ys[3 + k])
+            if on_step:
+                on_step(k, static_x)
+            losses.append(step(static_x, static_y).detach().clone())
+    else:
+        graph = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            static_loss = step(static_x, static_y)
+        for k in range(STEPS):
+            static_x.copy_(xs[3 + k])
+            static_y.copy_(ys[3 + k])
+            if on_step:
+                on_step(k, static_x)
+            graph.replay()
+            losses.append(static_loss.detach().clone())
+    torch.cuda.synchronize()
+    return losses
+
+
+def transformer(mode):
+    model, opt, xs, ys = model_and_data()
+    losses = train(model, opt, xs, ys, mode)
+    return g.digest(*losses, *model.parameters()), {
+        "mode": mode, "steps": STEPS, "warmup": 3, "losses": [float(l) for l in losses]}
+
+
+# ---- torch.compile, two streams, kill ------------------------------------------
+
+def compile_case():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(256, 256).cuda()
+
+    @torch.compile(mode="reduce-overhead")
+    def f(x):
+        return torch.relu(lin(x)) * 2 + 1
+
+    x = torch.randn(64, 256, device="cuda")
+    outs = [f(x + i).clone() for i in range(8)]
+    torch.cuda.synchronize()
+    return g.digest(*outs), {"calls": 8}
+
+
+def two_streams():
+    torch.manual_seed(0)
+    a = torch.randn(256, 256, device="cuda")
+    w1 = torch.randn(256, 256, device="cuda")
+    w2 = torch.randn(256, 256, device="cuda")
+    s1 = torch.cuda.Stream()
+    s2 = torch.cuda.Stream()
+    graph = torch.cuda.CUDAGraph()
+    s1.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s1):
+        (a @ w1).relu()  # warm-up
+        with torch.cuda.graph(graph, stream=s1):
+            left = (a @ w1).relu()
+            s2.wait_stream(s1)
+            with torch.cuda.stream(s2):
+                right = (a @ w2).sigmoid()
+            s1.wait_stream(s2)
+            out = left + right
+    torch.cuda.current_stream().wait_stream(s1)
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    return g.digest(out), {"replays": 3, "streams": [s1.cuda_stream, s2.cuda_stream]}
+
+
+def kill(n):
+    static_x = torch.zeros(1024, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        static_x.add_(1)
+    torch.cuda.current_stream().wait_stream(s)
+    with torch.cuda.graph(graph):
+        static_x.add_(1)
+        y = static_x * 3
+    for k in range(n):
+        graph.replay()
+        torch.cuda.synchronize()
+        print(f"replayed {k + 1}", flush=True)
+    path = os.environ.get("GATE_TRUTH")
+    if path:
+        with open(path, "w") as f:
+            json.dump({"replays": n, "y_ptr": y.data_ptr()}, f)
+    print(f"RESULT {g.digest(y)}", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+# ---- planted bugs ----------------------------------------------------------------
+
+def graphed(mode, body, steps=STEPS, before_replay=None, setup=None):
+    """Runs body(k) for steps k eagerly, or captures body(0) once (after one
+    warm-up call on a side stream) and replays it `steps` times, calling
+    before_replay(k) first. Returns what body returned, per step."""
+    outs = []
+    if mode == "eager":
+        for k in range(steps):
+            outs.append(body(k).clone())
+        torch.cuda.synchronize()
+        return outs
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        body(0)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = body(0)
+    for k in range(steps):
+        if before_replay:
+            before_replay(k)
+        graph.replay()
+        outs.append(static_out.clone())
+    torch.cuda.synchronize()
+    return outs
+
+
+def stale_input(mode):
+    torch.manual_seed(0)
+    w = torch.randn(64, 64, device="cuda")
+    batches = [torch.randn(32, 64) for _ in range(STEPS)]
+    static_x = torch.zeros(32, 64, device="cuda")
+
+    def body(k):
+        if mode == "eager":
+            static_x.copy_(batches[k])
+        return torch.tanh(static_x @ w).sum(dim=1)
+
+    def before_replay(k):
+        # The bug: the loop stops feeding the static input after step 1
+        # (the new batch goes into a fresh tensor the graph never reads).
+        if k < 2:
+            static_x.copy_(batches[k])
+        else:
+            _ = batches[k].cuda()
+
+    outs = graphed(mode, body, before_replay=before_replay)
+    return g.digest(*outs), {"bug": "stale-input", "first_step": 2, "kernel": "gemm"}
+
+
+def baked_scalar(mode):
+    torch.manual_seed(0)
+    x = torch.randn(4096, device="cuda")
+    lr = {"value": 0.1}
+
+    def body(k):
+        if mode == "eager":
+            lr["value"] = 0.1 * (0.5 ** k)
+        return (x * lr["value"]).cumsum(0)
+
+    def before_replay(k):
+        lr["value"] = 0.1 * (0.5 ** k)  # the schedule moves on; the graph keeps 0.1
+
+    outs = graphed(mode, body, before_replay=before_replay)
+    return g.digest(*outs), {"bug": "baked-scalar", "first_step": 1, "kernel": "mul"}
+
+
+def frozen_branch(mode):
+    torch.manual_seed(0)
+    x = torch.randn(2048, device="cuda")
+    state = {"step": 0}
+
+    def body(k):
+        if mode == "eager":
+            state["step"] = k
+        # Python control flow: decided once, at capture, in the graph run.
+        if state["step"] % 2 == 0:
+            y = torch.relu(x)
+        else:
+            y = torch.sigmoid(x)
+        return y * 3
+
+    def before_replay(k):
+        state["step"] = k
+
+    outs = graphed(mode, body, before_replay=before_replay)
+    return g.digest(*outs), {"bug": "frozen-branch", "first_step": 1}
+
+
+def unwritten_padding(mode):
+    torch.manual_seed(0)
+    x = torch.randn(24, 64, device="cuda")
+    # Memory the caching allocator hands out again holds NaN: what an
+    # unwritten buffer reads is whatever was there.
+    junk = torch.full((32, 64), float("nan"), device="cuda")
+    del junk
+    buf = torch.empty(32, 64, device="cuda") if mode == "graph" else None
+
+    def body(k):
+        if mode == "eager":
+            out = torch.zeros(32, 64, device="cuda")  # the padding rows are zero
+        else:
+            out = buf  # the "optimized" graph path reuses a buffer it never zeroes
+        out[:24] = x * (k + 1)
+        return out.sum(dim=0)
+
+    outs = graphed(mode, body)
+    return g.digest(*outs), {"bug": "unwritten-padding", "first_step": 0}
+
+
+def dropout(mode):
+    model, opt, xs, ys = model_and_data(dropout=0.1, layers=1)
+    losses = train(model, opt, xs, ys, mode)
+    return g.digest(*losses), {"bug": "dropout"}
+
+
+def correct(mode):
+    model, opt, xs, ys = model_and_data(layers=1)
+    losses = train(model, opt, xs, ys, mode)
+    return g.digest(*losses, *model.parameters()), {"bug": None}
+
+
+CASES = {
+    "quickstart": lambda: quickstart(),
+    "transformer": lambda: transformer(MODE),
+    "compile": lambda: compile_case(),
+    "two-streams": lambda: two_streams(),
+    "stale-input": lambda: stale_input(MODE),
+    "baked-scalar": lambda: baked_scalar(MODE),
+    "frozen-branch": lambda: frozen_branch(MODE),
+    "unwritten-padding": lambda: unwritten_padding(MODE),
+    "dropout": lambda: dropout(MODE),
+    "correct": lambda: correct(MODE),
+}
+
+if __name__ == "__main__":
+    if CASE == "kill":
+        kill(int(MODE) if MODE.isdigit() else 5)
+    digest, facts = CASES[CASE]()
+    g.finish(digest, case=CASE, **facts)

@@ -1,0 +1,274 @@
+"""The tensor gate stage (issue: fingerprints of every kernel): tensor_cases.py
+run unmodified without and with the agent (TCGD_TENSOR=fingerprint), the
+.tcgd-tensor bundle checked against what PyTorch computed in the same run.
+
+    tensor-quickstart      after replay 1, every captured kernel's ranges equal torch's tensors
+    tensor-transformer     eager steps and graph replays: every observation equal, step by step
+    tensor-compile         torch.compile reduce-overhead: cudagraph trees' replays observed
+    tensor-two-streams     a capture forking onto a second stream: both branches observed per replay
+    tensor-kill            SIGKILL after N synchronized replays: the bundle holds all N
+"""
+import json
+import math
+import subprocess
+import sys
+
+from tensor_bundle import TensorBundle
+
+FINGERPRINT_ENV = {"TCGD_TENSOR": "fingerprint"}
+
+
+def job_tensor_bundle(gate, case_dir, script):
+    """The job's .tcgd-tensor bundle (child processes, e.g. compile workers,
+    write their own)."""
+    found = []
+    paths = sorted(case_dir.glob("*.tcgd-tensor"))
+    if len(paths) <= 1 or not gate.analyze.exists():
+        return paths
+    for path in paths:
+        memory = path.with_suffix(".tcgd-memory")
+        if not memory.exists() or script in gate.command_line(memory):
+            found.append(path)
+    return found
+
+
+def captured(b):
+    return [s for s in b.sites if s["capture"] > 0]
+
+
+def same_stats(o, t):
+    def close(a, b):
+        if a is None or b is None:
+            return a == b or (a is None and b == math.inf) or (a is None and b == -math.inf)
+        return a == b or abs(a - b) <= 1e-9 * max(1.0, abs(b))
+    return (o["hash"] == t["hash"] and o["elements"] == t["elements"] and o["nan"] == t["nan"]
+            and o["zero"] == t["zero"] and o["pos_inf"] == t["pos_inf"] and o["neg_inf"] == t["neg_inf"]
+            and close(None if t["min"] is None and o["min"] == math.inf else o["min"], t["min"])
+            and close(None if t["max"] is None and o["max"] == -math.inf else o["max"], t["max"])
+            and close(o["sum"], t["sum"]) and close(o["sum_squares"], t["sum_squares"]))
+
+
+def common(gate, name, argv, env=None, timeout=300):
+    """run_pair plus the checks every tensor case makes; returns (case_dir,
+    truth, bundle or None, expect, checks, traced)."""
+    case_dir, truth_path, plain, traced, checks, expect = gate.run_pair(
+        name, [sys.executable, "tensor_cases.py", *argv], agent_env={**FINGERPRINT_ENV, **(env or {})},
+        timeout=timeout)
+    expect(plain.result() is not None and plain.result() == traced.result(),
+           f"output identical with and without the agent ({plain.result()} vs {traced.result()})")
+    bundles = job_tensor_bundle(gate, case_dir, "tensor_cases.py")
+    expect(len(bundles) == 1, f"one .tcgd-tensor bundle of the job ({len(bundles)})")
+    b = None
+    if bundles:
+        if gate.analyze.exists():
+            v = gate.analyze_json("validate", str(bundles[0]))
+            expect(v.returncode in (0, 1), f"validate reads it ({v.returncode}: {v.stdout.strip()[:160]})")
+        b = TensorBundle(str(bundles[0]))
+        expect(not b.torn and b.trailer is not None, f"whole, with a trailer ({b.trailer})")
+        expect(not any("unavailable" in (c.get("skipped") or {}) for c in b.counters[-1:]),
+               f"probes available ({b.counters[-1]['skipped'] if b.counters else 'no counters'})")
+    truth = json.loads(truth_path.read_text()) if truth_path.exists() else {}
+    return case_dir, truth, b, expect, checks, traced
+
+
+def finish(gate, name, checks, traced):
+    ok = all(c[0] for c in checks)
+    gate.rows.append((name, ok, checks, traced.seconds))
+    return ok
+
+
+def quickstart(gate, only):
+    name = "tensor-quickstart"
+    if only and name not in only:
+        return
+    case_dir, truth, b, expect, checks, traced = common(gate, name, ["quickstart"])
+    if b and truth:
+        tensors = truth["tensors"]
+        by_ptr = {t["ptr"]: (n, t) for n, t in tensors.items() if n != "minus_five"}
+        sites = captured(b)
+        kernels = [s for s in sites if s["kind"] in (1, 2)]
+        expect(len(kernels) == truth["kernels"],
+               f"{len(kernels)} captured kernel sites == {truth['kernels']} (x*2, -5, relu, square)")
+        obs = b.by_site()
+        compared = wrong = 0
+        for s in kernels:
+            for r in s["ranges"]:
+                rows = [o for o in obs.get(s["site"], []) if o["range"] == r["index"] and o["exec"] == 0]
+                if len(rows) != 1:
+                    expect(False, f"site {s['site']} range {r['index']}: one observation at replay 0 ({len(rows)})")
+                    continue
+                name_t, t = by_ptr.get(r["ptr"], ("minus_five", tensors["minus_five"]))
+                compared += 1
+                if not same_stats(rows[0], t):
+                    wrong += 1
+                    expect(False, f"{b.kernel_name(s)[:60]} range {r['index']} ({name_t}) equals torch: "
+                                  f"{rows[0]} vs {t}")
+        expect(compared >= 7 and wrong == 0, f"{compared} observations equal torch's tensors ({wrong} differ)")
+    finish(gate, name, checks, traced)
+
+
+def key(r):
+    return (r["param"], r["offset"])
+
+
+def transformer(gate, only):
+    name = "tensor-transformer"
+    if only and name not in only:
+        return
+    runs = {}
+    checks_all, traced_last = [], None
+    for mode in ("eager", "graph"):
+        case_dir, truth, b, expect, checks, traced = common(gate, f"{name}-{mode}", ["transformer", mode])
+        runs[mode] = (b, truth)
+        checks_all += [(ok, f"{mode}: {what}") for ok, what in checks]
+        traced_last = traced
+    checks = checks_all
+
+    def expect(ok, what):
+        checks.append((bool(ok), what))
+
+    (e, te), (g, tg) = runs["eager"], runs["graph"]
+    if e and g and te and tg:
+        expect(te["losses"] == tg["losses"], f"eager and graph losses equal bit for bit ({te['losses'][:2]}...)")
+        template = sorted(captured(g), key=lambda s: s["node"])
+        names = [g.kernel_name(s) for s in template]
+        expect(len(template) > 50, f"{len(template)} captured sites in the step")
+        eager_sites = sorted(e.sites, key=lambda s: s["sequence"])
+        eager_names = [e.kernel_name(s) for s in eager_sites]
+        starts = [i for i in range(len(eager_names) - len(names) + 1)
+                  if eager_names[i:i + len(names)] == names]
+        # Non-overlapping occurrences: 3 warm-up steps, then the measured ones.
+        steps, last = [], -len(names)
+        for i in starts:
+            if i >= last + len(names):
+                steps.append(i)
+                last = i
+        expect(len(steps) == te["warmup"] + te["steps"],
+               f"the captured step's {len(names)} launches found {len(steps)} times among the eager run's "
+               f"(warm-up {te['warmup']} + steps {te['steps']})")
+        eo, go = e.by_site(), g.by_site()
+        compared = differ = missing = 0
+        first_diff = None
+        for k in range(te["steps"]):
+            if te["warmup"] + k >= len(steps):
+                break
+            base = steps[te["warmup"] + k]
+            for j, gs in enumerate(template):
+                es = eager_sites[base + j]
+                e_rows = {o["range"]: o for o in eo.get(es["site"], [])}
+                g_rows = {o["range"]: o for o in go.get(gs["site"], []) if o["exec"] == k}
+                e_by_key = {key(r): e_rows.get(r["index"]) for r in es["ranges"]}
+                for r in gs["ranges"]:
+                    eo_row, go_row = e_by_key.get(key(r)), g_rows.get(r["index"])
+                    if eo_row is None or go_row is None:
+                        missing += 1
+                        continue
+                    compared += 1
+                    if eo_row["hash"] != go_row["hash"] or eo_row["elements"] != go_row["elements"]:
+                        differ += 1
+                        first_diff = first_diff or (k, j, names[j][:80], r["param"])
+        expect(compared > 1000 and differ == 0,
+               f"{compared} observations compared step by step, {differ} differ "
+               f"(first: {first_diff}), {missing} without a counterpart")
+        rng = [n for n in set(names) if any(p in n.lower() for p in ("philox", "curand", "dropout", "bernoulli"))]
+        expect(not rng, f"no random-number kernels in a dropout-free step ({rng[:2]})")
+    gate.rows.append((name, all(c[0] for c in checks), checks, traced_last.seconds if traced_last else 0))
+
+
+def compile_case(gate, only):
+    name = "tensor-compile"
+    if only and name not in only:
+        return
+    case_dir, truth, b, expect, checks, traced = common(gate, name, ["compile"], timeout=600)
+    if b:
+        sites = captured(b)
+        expect(sites, f"{len(sites)} sites captured by cudagraph trees")
+        obs = b.by_site()
+        execs = {s["site"]: {o["exec"] for o in obs.get(s["site"], [])} for s in sites}
+        most = max((len(v) for v in execs.values()), default=0)
+        expect(most >= 4, f"captured sites observed at up to {most} replays (>= 4 of {truth.get('calls')} calls)")
+        expect(all(v == set(range(len(v))) for v in execs.values() if v),
+               "each captured site's replays are 0, 1, 2, ... without a gap")
+    finish(gate, name, checks, traced)
+
+
+def two_streams(gate, only):
+    name = "tensor-two-streams"
+    if only and name not in only:
+        return
+    case_dir, truth, b, expect, checks, traced = common(gate, name, ["two-streams"])
+    if b and truth:
+        sites = captured(b)
+        streams = {s["stream"] for s in sites}
+        expect(set(truth["streams"]) <= streams,
+               f"captured sites on both streams ({len(streams)} streams: {sorted(streams)[:3]})")
+        obs = b.by_site()
+        wrong = [s["site"] for s in sites if {o["exec"] for o in obs.get(s["site"], [])} != set(range(truth["replays"]))]
+        expect(sites and not wrong, f"{len(sites)} captured sites each observed at replays 0..{truth['replays'] - 1} "
+                                    f"({len(wrong)} not)")
+        expect(len({s["capture"] for s in sites}) == 1, "one capture ordinal for both streams")
+    finish(gate, name, checks, traced)
+
+
+def kill(gate, only):
+    name = "tensor-kill"
+    if only and name not in only:
+        return
+    n = 5
+    case_dir, truth_path, plain, traced, checks, expect = gate.run_pair(
+        name, [sys.executable, "tensor_cases.py", "kill", str(n)], agent_env=FINGERPRINT_ENV)
+    expect(traced.rc == -9, f"the job died by SIGKILL ({traced.rc})")
+    replayed = [ln for ln in traced.stdout.splitlines() if ln.startswith("replayed")]
+    expect(len(replayed) == n, f"{len(replayed)} replays done before the kill")
+    import time
+    deadline = time.time() + 30
+    bundles = []
+    while time.time() < deadline:
+        bundles = sorted(case_dir.glob("*.tcgd-tensor"))
+        if bundles and TensorBundle(str(bundles[0])).trailer:
+            break
+        time.sleep(0.2)
+    expect(len(bundles) == 1, f"one tensor bundle ({len(bundles)})")
+    if bundles:
+        b = TensorBundle(str(bundles[0]))
+        expect(b.trailer is not None and not b.trailer["complete"],
+               f"finished by the recorder after the kill, incomplete ({b.trailer})")
+        sites = captured(b)
+        obs = b.by_site()
+        execs = [sorted({o["exec"] for o in obs.get(s["site"], [])}) for s in sites]
+        expect(sites and all(e[:n] == list(range(n)) for e in execs),
+               f"{len(sites)} captured sites, each observed at every one of the {n} replays ({execs[:3]})")
+    finish(gate, name, checks, traced)
+
+
+def fingerprint_check(gate, only):
+    """The fingerprint kernel against its CPU reference (tests/tensor)."""
+    name = "tensor-fingerprint-kernel"
+    if only and name not in only:
+        return
+    exe = gate.build / "bin" / "fingerprint_gpu_check"
+    checks = []
+    if not exe.exists():
+        checks.append((False, f"{exe} built"))
+        gate.rows.append((name, False, checks, 0))
+        return
+    import time
+    t0 = time.time()
+    p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
+    (gate.out / "fingerprint_gpu_check.txt").write_text(p.stdout + p.stderr)
+    fails = [ln for ln in p.stdout.splitlines() if "FAIL" in ln]
+    result = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), "no RESULT line")
+    checks.append((p.returncode == 0, f"exit {p.returncode}: {result}"))
+    checks.append((not fails, f"{len(fails)} failing cases ({fails[:2]})"))
+    for ln in p.stdout.splitlines():
+        if "GB/s" in ln or "TB/s" in ln or "us per" in ln:
+            checks.append((True, ln.strip()[:150]))
+    gate.rows.append((name, all(c[0] for c in checks), checks, time.time() - t0))
+
+
+STAGE = [fingerprint_check, quickstart, transformer, compile_case, two_streams, kill]
+
+
+def run(gate, only):
+    for case in STAGE:
+        case(gate, only)
