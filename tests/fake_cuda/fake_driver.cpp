@@ -134,8 +134,11 @@ bool validDevice(CUdevice dev) { return dev >= 0 && dev < deviceCount(); }
 
 int currentDevice() { return t_depth == 0 ? 0 : t_stack[t_depth - 1]; }
 
-bool isKernel(const void* handle) {
-  return handle != nullptr && static_cast<const Kernel*>(handle)->magic == Magic::kKernel;
+CUcontext currentContext() { return reinterpret_cast<CUcontext>(&g_contexts[currentDevice()]); }
+
+bool validContext(CUcontext context) {
+  const auto* ctx = reinterpret_cast<const Context*>(context);
+  return ctx >= g_contexts && ctx < g_contexts + deviceCount();
 }
 
 }  // namespace fake
@@ -185,9 +188,26 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribu
   FAKE_ENTER(cuDeviceGetAttribute);
   if (!fake::initialized()) FAKE_RETURN(cuDeviceGetAttribute, CUDA_ERROR_NOT_INITIALIZED);
   if (value == nullptr || !fake::validDevice(dev)) FAKE_RETURN(cuDeviceGetAttribute, CUDA_ERROR_INVALID_VALUE);
+  // What tcgd's probes ask, and the limits the fake's launches enforce.
   switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = fake::kMultiprocessors; break;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = fake::kMaxThreadsPerBlock; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+      *value = fake::kMaxThreadsPerMultiprocessor;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
+      *value = fake::kMaxBlocksPerMultiprocessor;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = fake::kMaxSharedMemoryPerBlock; break;
     default: FAKE_RETURN(cuDeviceGetAttribute, CUDA_ERROR_INVALID_VALUE);
   }
   FAKE_RETURN(cuDeviceGetAttribute, CUDA_SUCCESS);
@@ -223,6 +243,15 @@ FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
   if (device == nullptr) FAKE_RETURN(cuCtxGetDevice, CUDA_ERROR_INVALID_VALUE);
   *device = fake::currentDevice();
   FAKE_RETURN(cuCtxGetDevice, CUDA_SUCCESS);
+}
+
+// No context before cuInit; then the pushed context or device 0's primary one.
+FAKE_EXPORT CUresult cuCtxGetCurrent(CUcontext* pctx) {
+  FAKE_ENTER(cuCtxGetCurrent);
+  if (!fake::initialized()) FAKE_RETURN(cuCtxGetCurrent, CUDA_ERROR_NOT_INITIALIZED);
+  if (pctx == nullptr) FAKE_RETURN(cuCtxGetCurrent, CUDA_ERROR_INVALID_VALUE);
+  *pctx = fake::currentContext();
+  FAKE_RETURN(cuCtxGetCurrent, CUDA_SUCCESS);
 }
 
 FAKE_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
@@ -308,13 +337,6 @@ FAKE_EXPORT int fake_cuda_last_result(const char* elf_name) {
 FAKE_EXPORT void fake_cuda_inject(const char* elf_name, int result) {
   const int i = fake::findEntry(elf_name);
   if (i >= 0) fake::g_injected[i].store(result);
-}
-
-FAKE_EXPORT void* fake_cuda_make_kernel(const char* name, int family) {
-  auto* kernel = new fake::Kernel;  // lives as long as the process, like a module's kernels
-  kernel->family = family;
-  std::strncpy(kernel->name, name, sizeof(kernel->name) - 1);
-  return kernel;
 }
 
 FAKE_EXPORT int fake_cuda_resolve(const char* symbol, void** pfn, int cuda_version,

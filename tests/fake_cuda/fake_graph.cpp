@@ -1,146 +1,106 @@
-// The fake driver's streams, captures, graphs and launches. Outside a capture
-// launches only check their handles; inside one, launches and the other
-// stream-ordered calls become nodes of the capture's graph (in call order,
-// which is the order cuGraphGetNodes returns them in).
+// The fake driver's graphs: nodes from captures (fake_stream.cpp) and from
+// cuGraphAdd*Node, executable graphs and their replay. Instantiation copies
+// the graph's nodes (parameters included), so a later change to the graph
+// reaches the exec only through cuGraphExecUpdate, as with CUDA. A replay
+// runs the exec's nodes on the calling thread in creation order, which is a
+// topological order (a node is only ever added after its dependencies):
+// kernel bodies with the parameter bytes copied at capture, copies, sets
+// and host functions. Memory of mem alloc nodes was allocated at capture
+// and stays; mem free nodes free nothing.
 #include <cstring>
 #include <mutex>
-#include <vector>
+#include <unordered_map>
 
 #include "fake_cuda.h"
+#include "fake_graph.h"
 #include "fake_state.h"
 
+namespace fake {
 namespace {
 
-struct Node {
-  fake::Magic magic = fake::Magic::kNode;
-  fake::NodeSpec spec;
-};
-
-struct Graph {
-  fake::Magic magic = fake::Magic::kGraph;
-  std::mutex mutex;
-  std::vector<Node*> nodes;  // never freed: handles stay readable
-
-  CUgraphNode add(const fake::NodeSpec& spec) {
-    auto* node = new Node{fake::Magic::kNode, spec};
-    std::lock_guard lock(mutex);
-    nodes.push_back(node);
-    return reinterpret_cast<CUgraphNode>(node);
-  }
+struct ExecNode {
+  NodeSpec spec;
+  std::vector<size_t> deps;  // indices into Exec::nodes
 };
 
 struct Exec {
-  fake::Magic magic = fake::Magic::kExec;
+  Magic magic = Magic::kExec;
   std::atomic<uint64_t> launches{0};
-};
-
-struct Stream {
-  fake::Magic magic = fake::Magic::kStream;
-  std::atomic<bool> capturing{false};
-  std::atomic<Graph*> graph{nullptr};  // the capture's, while capturing
+  // Guards `nodes` between a replay and cuGraphExecUpdate from another thread.
+  std::mutex mutex;
+  std::vector<ExecNode> nodes;
 };
 
 template <class T>
-bool is(const void* handle, fake::Magic magic) {
+bool is(const void* handle, Magic magic) {
   return handle != nullptr && static_cast<const T*>(handle)->magic == magic;
 }
 
-// Stream 0 of a _ptsz entry point, and CU_STREAM_PER_THREAD anywhere, is the
-// calling thread's per-thread stream; stream 0 elsewhere and
-// CU_STREAM_LEGACY are the legacy stream (nullptr here: it cannot capture).
-Stream* streamOf(CUstream handle, bool per_thread_entry) {
-  thread_local Stream per_thread_stream;
-  if (handle == CU_STREAM_PER_THREAD || (handle == nullptr && per_thread_entry)) {
-    return &per_thread_stream;
+// The graph's nodes as an exec holds them. Holds graph.mutex.
+std::vector<ExecNode> snapshot(Graph& graph) {
+  std::lock_guard lock(graph.mutex);
+  std::unordered_map<const Node*, size_t> index;
+  std::vector<ExecNode> out;
+  out.reserve(graph.nodes.size());
+  for (const Node* node : graph.nodes) {
+    index[node] = out.size();
+    ExecNode exec_node{node->spec, {}};
+    for (const Node* dep : node->deps) exec_node.deps.push_back(index.at(dep));
+    out.push_back(std::move(exec_node));
   }
-  if (handle == nullptr || handle == CU_STREAM_LEGACY) return nullptr;
-  return reinterpret_cast<Stream*>(handle);
-}
-
-bool validStream(CUstream handle) {
-  return handle == nullptr || handle == CU_STREAM_LEGACY || handle == CU_STREAM_PER_THREAD ||
-         is<Stream>(handle, fake::Magic::kStream);
-}
-
-// `into`: the graph of cuStreamBeginCaptureToGraph, or null for a new one.
-CUresult beginCapture(CUstream handle, bool per_thread_entry, Graph* into = nullptr) {
-  if (!validStream(handle)) return CUDA_ERROR_INVALID_HANDLE;
-  Stream* stream = streamOf(handle, per_thread_entry);
-  if (stream == nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  bool expected = false;
-  if (!stream->capturing.compare_exchange_strong(expected, true)) return CUDA_ERROR_ILLEGAL_STATE;
-  stream->graph.store(into != nullptr ? into : new Graph);
-  return CUDA_SUCCESS;
-}
-
-CUresult endCapture(CUstream handle, CUgraph* graph, bool per_thread_entry) {
-  if (graph == nullptr || !validStream(handle)) return CUDA_ERROR_INVALID_VALUE;
-  Stream* stream = streamOf(handle, per_thread_entry);
-  if (stream == nullptr || !stream->capturing.load()) return CUDA_ERROR_ILLEGAL_STATE;
-  // As the driver does: the graph of a capture to an existing graph is that graph.
-  *graph = reinterpret_cast<CUgraph>(stream->graph.exchange(nullptr));
-  stream->capturing.store(false);
-  return CUDA_SUCCESS;
-}
-
-CUresult isCapturing(CUstream handle, CUstreamCaptureStatus* status, bool per_thread_entry) {
-  if (status == nullptr || !validStream(handle)) return CUDA_ERROR_INVALID_VALUE;
-  Stream* stream = streamOf(handle, per_thread_entry);
-  *status = stream != nullptr && stream->capturing.load() ? CU_STREAM_CAPTURE_STATUS_ACTIVE
-                                                          : CU_STREAM_CAPTURE_STATUS_NONE;
-  return CUDA_SUCCESS;
+  return out;
 }
 
 CUresult instantiate(CUgraphExec* exec, CUgraph graph) {
   if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!is<Graph>(graph, fake::Magic::kGraph)) return CUDA_ERROR_INVALID_HANDLE;
-  *exec = reinterpret_cast<CUgraphExec>(new Exec);
+  if (!isGraph(graph)) return CUDA_ERROR_INVALID_HANDLE;
+  auto* out = new Exec;  // never freed: destroyed execs are poisoned
+  out->nodes = snapshot(*reinterpret_cast<Graph*>(graph));
+  *exec = reinterpret_cast<CUgraphExec>(out);
   return CUDA_SUCCESS;
 }
 
-CUresult launchGraph(CUgraphExec exec, CUstream stream) {
-  if (!is<Exec>(exec, fake::Magic::kExec) || !validStream(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  reinterpret_cast<Exec*>(exec)->launches.fetch_add(1, std::memory_order_relaxed);
+CUresult runExec(Exec& exec) {
+  std::lock_guard lock(exec.mutex);
+  for (const ExecNode& node : exec.nodes) {
+    if (const CUresult result = execute(node.spec); result != CUDA_SUCCESS) return result;
+  }
   return CUDA_SUCCESS;
 }
 
-CUresult launchKernel(CUfunction f, CUstream stream, bool per_thread_entry = false,
-                      const fake::NodeSpec* node = nullptr) {
-  // Cheap on purpose outside captures: the hook benchmark compares against
-  // this path.
-  if (!fake::isKernel(f) || !validStream(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  if (node != nullptr) fake::captureNode(stream, per_thread_entry, *node);
-  return CUDA_SUCCESS;
-}
-
-fake::NodeSpec kernelNode(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                          unsigned by, unsigned bz, unsigned shared_mem) {
-  fake::NodeSpec node;
-  node.type = CU_GRAPH_NODE_TYPE_KERNEL;
-  node.function = f;
-  node.grid[0] = gx, node.grid[1] = gy, node.grid[2] = gz;
-  node.block[0] = bx, node.block[1] = by, node.block[2] = bz;
-  node.shared_mem = shared_mem;
-  return node;
-}
-
-Node* nodeOf(CUgraphNode handle) {
-  return is<Node>(handle, fake::Magic::kNode) ? reinterpret_cast<Node*>(handle) : nullptr;
+// Launched into a capturing stream, a graph becomes a child graph node.
+CUresult launchGraph(CUgraphExec handle, CUstream stream, bool per_thread_entry) {
+  if (!is<Exec>(handle, Magic::kExec) || !validStream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  auto* exec = reinterpret_cast<Exec*>(handle);
+  NodeSpec child;
+  child.type = CU_GRAPH_NODE_TYPE_GRAPH;
+  child.child = exec;
+  switch (captureNode(stream, per_thread_entry, child)) {
+    case Captured::kYes: return CUDA_SUCCESS;
+    case Captured::kInvalidated: return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    case Captured::kNo: break;
+  }
+  exec->launches.fetch_add(1, std::memory_order_relaxed);
+  return runExec(*exec);
 }
 
 // What cuGraphKernelNodeGetParams reports. Modelled guess (not yet checked
 // on a GPU): a node launched with a CUkernel (family 1) reports the CUkernel
 // in `kern` and a context function, which no getter names, in `func`; a
-// CUfunction (family 2) comes back in `func` alone.
-void kernelParams(const fake::NodeSpec& spec, CUDA_KERNEL_NODE_PARAMS_v2* out, bool v2) {
+// CUfunction (family 2) comes back in `func` alone. kernelParams points at
+// the node's copy of the parameters.
+void kernelParams(const Node& node, CUDA_KERNEL_NODE_PARAMS_v2* out, bool v2) {
+  const NodeSpec& spec = node.spec;
   CUDA_KERNEL_NODE_PARAMS_v2 params{};
-  const bool is_kernel = reinterpret_cast<const fake::Kernel*>(spec.function)->family == 1;
+  const bool is_kernel = reinterpret_cast<const Kernel*>(spec.function)->family == 1;
   static int context_function;  // a handle distinct from every fake kernel
   params.func = is_kernel ? reinterpret_cast<CUfunction>(&context_function) : spec.function;
   params.gridDimX = spec.grid[0], params.gridDimY = spec.grid[1], params.gridDimZ = spec.grid[2];
   params.blockDimX = spec.block[0], params.blockDimY = spec.block[1];
   params.blockDimZ = spec.block[2];
   params.sharedMemBytes = spec.shared_mem;
+  params.kernelParams =
+      node.param_ptrs.empty() ? nullptr : const_cast<void**>(node.param_ptrs.data());
   if (v2 && is_kernel) params.kern = reinterpret_cast<CUkernel>(spec.function);
   if (v2) {
     *out = params;
@@ -149,71 +109,149 @@ void kernelParams(const fake::NodeSpec& spec, CUDA_KERNEL_NODE_PARAMS_v2* out, b
   }
 }
 
+// The dependencies of a node added by hand: nodes of `graph`, no duplicates
+// (as documented for cuGraphAdd*Node).
+CUresult dependenciesOf(Graph& graph, const CUgraphNode* deps, size_t count,
+                        std::vector<Node*>* out) {
+  if (count > 0 && deps == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    Node* dep = nodeOf(deps[i]);
+    if (dep == nullptr || !graph.owns(dep)) return CUDA_ERROR_INVALID_VALUE;
+    for (const Node* seen : *out) {
+      if (seen == dep) return CUDA_ERROR_INVALID_VALUE;
+    }
+    out->push_back(dep);
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult addKernelNode(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, size_t count,
+                       const CUDA_KERNEL_NODE_PARAMS_v2& params) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!isGraph(handle)) return CUDA_ERROR_INVALID_HANDLE;
+  auto* graph = reinterpret_cast<Graph*>(handle);
+  std::vector<Node*> dependencies;
+  if (const CUresult result = dependenciesOf(*graph, deps, count, &dependencies);
+      result != CUDA_SUCCESS) {
+    return result;
+  }
+  // A CUkernel comes in `kern` (with `func` null); a CUfunction in `func`.
+  auto f = params.kern != nullptr ? reinterpret_cast<CUfunction>(params.kern) : params.func;
+  if (!isKernel(f)) return CUDA_ERROR_INVALID_VALUE;
+  NodeSpec spec;
+  spec.type = CU_GRAPH_NODE_TYPE_KERNEL;
+  spec.function = f;
+  spec.grid[0] = params.gridDimX, spec.grid[1] = params.gridDimY, spec.grid[2] = params.gridDimZ;
+  spec.block[0] = params.blockDimX, spec.block[1] = params.blockDimY;
+  spec.block[2] = params.blockDimZ;
+  spec.shared_mem = params.sharedMemBytes;
+  if (const CUresult result = checkLaunchConfig(spec); result != CUDA_SUCCESS) return result;
+  if (const CUresult result = packParams(*reinterpret_cast<const Kernel*>(f), params.kernelParams,
+                                         params.extra, false, &spec.params);
+      result != CUDA_SUCCESS) {
+    return result;
+  }
+  *out = reinterpret_cast<CUgraphNode>(graph->add(std::move(spec), dependencies));
+  return CUDA_SUCCESS;
+}
+
+// cuGraphExecUpdate with simple pairing: node i of the graph with node i of
+// the exec (both in creation order). Equal counts, kinds and dependencies
+// update every node's parameters. Refused as documented: another node count
+// (TOPOLOGY_CHANGED, no error node), another type (NODE_TYPE_CHANGED),
+// other dependencies (TOPOLOGY_CHANGED, with the mismatched one as
+// errorFromNode), a kernel node turning cooperative or back
+// (UNSUPPORTED_FUNCTION_CHANGE); and, the fake's choice, a memory node with
+// another address or size (PARAMETERS_CHANGED).
+CUresult execUpdate(CUgraphExec exec_handle, CUgraph graph_handle, CUgraphExecUpdateResultInfo* info) {
+  if (info == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *info = CUgraphExecUpdateResultInfo{};
+  if (!is<Exec>(exec_handle, Magic::kExec) || !isGraph(graph_handle)) {
+    info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  auto& exec = *reinterpret_cast<Exec*>(exec_handle);
+  auto& graph = *reinterpret_cast<Graph*>(graph_handle);
+  std::scoped_lock lock(graph.mutex, exec.mutex);
+  auto fail = [&](CUgraphExecUpdateResult why, const Node* node, const Node* from = nullptr) {
+    info->result = why;
+    info->errorNode = reinterpret_cast<CUgraphNode>(const_cast<Node*>(node));
+    info->errorFromNode = reinterpret_cast<CUgraphNode>(const_cast<Node*>(from));
+    return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  };
+  if (graph.nodes.size() != exec.nodes.size()) return fail(CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, nullptr);
+  std::unordered_map<const Node*, size_t> index;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) index[graph.nodes[i]] = i;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node* node = graph.nodes[i];
+    const NodeSpec& was = exec.nodes[i].spec;
+    if (node->spec.type != was.type) return fail(CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, node);
+    if (node->deps.size() != exec.nodes[i].deps.size()) {
+      return fail(CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, node);
+    }
+    for (size_t j = 0; j < node->deps.size(); ++j) {
+      if (index.at(node->deps[j]) != exec.nodes[i].deps[j]) {
+        return fail(CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, node, node->deps[j]);
+      }
+    }
+    if (node->spec.type == CU_GRAPH_NODE_TYPE_KERNEL && node->spec.cooperative != was.cooperative) {
+      return fail(CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE, node);
+    }
+    const bool memory_node = node->spec.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ||
+                             node->spec.type == CU_GRAPH_NODE_TYPE_MEM_FREE;
+    if (memory_node && (node->spec.dptr != was.dptr || node->spec.bytes != was.bytes)) {
+      return fail(CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED, node);
+    }
+  }
+  for (size_t i = 0; i < graph.nodes.size(); ++i) exec.nodes[i].spec = graph.nodes[i]->spec;
+  info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
-FAKE_EXPORT CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
-  FAKE_ENTER(cuStreamCreate);
-  (void)Flags;
-  if (phStream == nullptr) FAKE_RETURN(cuStreamCreate, CUDA_ERROR_INVALID_VALUE);
-  *phStream = reinterpret_cast<CUstream>(new Stream);
-  FAKE_RETURN(cuStreamCreate, CUDA_SUCCESS);
-}
-
-FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream) {
-  FAKE_ENTER(cuStreamDestroy_v2);
-  if (!is<Stream>(hStream, fake::Magic::kStream)) FAKE_RETURN(cuStreamDestroy_v2, CUDA_ERROR_INVALID_HANDLE);
-  delete reinterpret_cast<Stream*>(hStream);
-  FAKE_RETURN(cuStreamDestroy_v2, CUDA_SUCCESS);
-}
-
-FAKE_EXPORT CUresult cuStreamBeginCapture(CUstream hStream) {
-  FAKE_ENTER(cuStreamBeginCapture);
-  FAKE_RETURN(cuStreamBeginCapture, beginCapture(hStream, false));
-}
-FAKE_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream) {
-  FAKE_ENTER(cuStreamBeginCapture_ptsz);
-  FAKE_RETURN(cuStreamBeginCapture_ptsz, beginCapture(hStream, true));
-}
-FAKE_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
-  FAKE_ENTER(cuStreamBeginCapture_v2);
-  (void)mode;
-  FAKE_RETURN(cuStreamBeginCapture_v2, beginCapture(hStream, false));
-}
-FAKE_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
-  FAKE_ENTER(cuStreamBeginCapture_v2_ptsz);
-  (void)mode;
-  FAKE_RETURN(cuStreamBeginCapture_v2_ptsz, beginCapture(hStream, true));
-}
-
-#define FAKE_BEGIN_TO_GRAPH(elf, per_thread)                                                    \
-  FAKE_EXPORT CUresult elf(CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies,  \
-                           const CUgraphEdgeData* dependencyData, size_t numDependencies,      \
-                           CUstreamCaptureMode mode) {                                         \
-    FAKE_ENTER(elf);                                                                           \
-    (void)dependencies, (void)dependencyData, (void)numDependencies, (void)mode;               \
-    if (!is<Graph>(hGraph, fake::Magic::kGraph)) FAKE_RETURN(elf, CUDA_ERROR_INVALID_HANDLE);  \
-    FAKE_RETURN(elf, beginCapture(hStream, per_thread, reinterpret_cast<Graph*>(hGraph)));     \
+Node* Graph::add(NodeSpec spec, const std::vector<Node*>& deps) {
+  auto* node = new Node;
+  node->graph = this;
+  node->spec = std::move(spec);
+  node->deps = deps;
+  if (node->spec.type == CU_GRAPH_NODE_TYPE_KERNEL && !node->spec.params.empty()) {
+    const auto* kernel = reinterpret_cast<const Kernel*>(node->spec.function);
+    for (uint32_t offset : kernel->offsets) node->param_ptrs.push_back(node->spec.params.data() + offset);
   }
-FAKE_BEGIN_TO_GRAPH(cuStreamBeginCaptureToGraph, false)
-FAKE_BEGIN_TO_GRAPH(cuStreamBeginCaptureToGraph_ptsz, true)
+  std::lock_guard lock(mutex);
+  nodes.push_back(node);
+  return node;
+}
 
-FAKE_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
-  FAKE_ENTER(cuStreamEndCapture);
-  FAKE_RETURN(cuStreamEndCapture, endCapture(hStream, phGraph, false));
+bool Graph::owns(const Node* node) { return node != nullptr && node->graph == this; }
+
+bool isGraph(const void* handle) { return is<Graph>(handle, Magic::kGraph); }
+
+Node* nodeOf(CUgraphNode handle) {
+  return is<Node>(handle, Magic::kNode) ? reinterpret_cast<Node*>(handle) : nullptr;
 }
-FAKE_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
-  FAKE_ENTER(cuStreamEndCapture_ptsz);
-  FAKE_RETURN(cuStreamEndCapture_ptsz, endCapture(hStream, phGraph, true));
+
+void poisonGraph(Graph* graph) { graph->magic = Magic{0}; }
+
+CUresult execute(const NodeSpec& node) {
+  switch (node.type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: runKernel(node); return CUDA_SUCCESS;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+    case CU_GRAPH_NODE_TYPE_MEMSET: return runCopyOrSet(node);
+    case CU_GRAPH_NODE_TYPE_HOST:
+      if (node.host_fn != nullptr) node.host_fn(node.host_data);
+      return CUDA_SUCCESS;
+    case CU_GRAPH_NODE_TYPE_GRAPH: return runExec(*static_cast<Exec*>(const_cast<void*>(node.child)));
+    default: return CUDA_SUCCESS;  // empty, memory, event nodes: nothing to run here
+  }
 }
-FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
-  FAKE_ENTER(cuStreamIsCapturing);
-  FAKE_RETURN(cuStreamIsCapturing, isCapturing(hStream, captureStatus, false));
-}
-FAKE_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream hStream,
-                                              CUstreamCaptureStatus* captureStatus) {
-  FAKE_ENTER(cuStreamIsCapturing_ptsz);
-  FAKE_RETURN(cuStreamIsCapturing_ptsz, isCapturing(hStream, captureStatus, true));
-}
+
+}  // namespace fake
+
+using fake::Exec;
+using fake::Graph;
+using fake::Node;
 
 FAKE_EXPORT CUresult cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
   FAKE_ENTER(cuGraphCreate);
@@ -227,20 +265,20 @@ FAKE_EXPORT CUresult cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph
                                         size_t bufferSize) {
   FAKE_ENTER(cuGraphInstantiate);
   (void)phErrorNode, (void)logBuffer, (void)bufferSize;
-  FAKE_RETURN(cuGraphInstantiate, instantiate(phGraphExec, hGraph));
+  FAKE_RETURN(cuGraphInstantiate, fake::instantiate(phGraphExec, hGraph));
 }
 FAKE_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec* phGraphExec, CUgraph hGraph,
                                            CUgraphNode* phErrorNode, char* logBuffer,
                                            size_t bufferSize) {
   FAKE_ENTER(cuGraphInstantiate_v2);
   (void)phErrorNode, (void)logBuffer, (void)bufferSize;
-  FAKE_RETURN(cuGraphInstantiate_v2, instantiate(phGraphExec, hGraph));
+  FAKE_RETURN(cuGraphInstantiate_v2, fake::instantiate(phGraphExec, hGraph));
 }
 FAKE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph,
                                                  unsigned long long flags) {
   FAKE_ENTER(cuGraphInstantiateWithFlags);
   (void)flags;
-  FAKE_RETURN(cuGraphInstantiateWithFlags, instantiate(phGraphExec, hGraph));
+  FAKE_RETURN(cuGraphInstantiateWithFlags, fake::instantiate(phGraphExec, hGraph));
 }
 
 #define FAKE_INSTANTIATE_WITH_PARAMS(elf)                                                     \
@@ -248,7 +286,7 @@ FAKE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgra
                            CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams) {               \
     FAKE_ENTER(elf);                                                                         \
     if (instantiateParams == nullptr) FAKE_RETURN(elf, CUDA_ERROR_INVALID_VALUE);            \
-    const CUresult result = instantiate(phGraphExec, hGraph);                                \
+    const CUresult result = fake::instantiate(phGraphExec, hGraph);                          \
     instantiateParams->result_out = result == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS  \
                                                            : CUDA_GRAPH_INSTANTIATE_ERROR;   \
     FAKE_RETURN(elf, result);                                                                \
@@ -258,16 +296,16 @@ FAKE_INSTANTIATE_WITH_PARAMS(cuGraphInstantiateWithParams_ptsz)
 
 FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   FAKE_ENTER(cuGraphLaunch);
-  FAKE_RETURN(cuGraphLaunch, launchGraph(hGraphExec, hStream));
+  FAKE_RETURN(cuGraphLaunch, fake::launchGraph(hGraphExec, hStream, false));
 }
 FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
   FAKE_ENTER(cuGraphLaunch_ptsz);
-  FAKE_RETURN(cuGraphLaunch_ptsz, launchGraph(hGraphExec, hStream));
+  FAKE_RETURN(cuGraphLaunch_ptsz, fake::launchGraph(hGraphExec, hStream, true));
 }
 
 FAKE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
   FAKE_ENTER(cuGraphExecDestroy);
-  if (!is<Exec>(hGraphExec, fake::Magic::kExec)) FAKE_RETURN(cuGraphExecDestroy, CUDA_ERROR_INVALID_HANDLE);
+  if (!fake::is<Exec>(hGraphExec, fake::Magic::kExec)) FAKE_RETURN(cuGraphExecDestroy, CUDA_ERROR_INVALID_HANDLE);
   // Poisoned, not freed: a test that destroys twice must get an error, not
   // a use of freed memory.
   reinterpret_cast<Exec*>(hGraphExec)->magic = fake::Magic{0};
@@ -276,115 +314,86 @@ FAKE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
 
 FAKE_EXPORT CUresult cuGraphDestroy(CUgraph hGraph) {
   FAKE_ENTER(cuGraphDestroy);
-  if (!is<Graph>(hGraph, fake::Magic::kGraph)) FAKE_RETURN(cuGraphDestroy, CUDA_ERROR_INVALID_HANDLE);
-  reinterpret_cast<Graph*>(hGraph)->magic = fake::Magic{0};
+  if (!fake::isGraph(hGraph)) FAKE_RETURN(cuGraphDestroy, CUDA_ERROR_INVALID_HANDLE);
+  fake::poisonGraph(reinterpret_cast<Graph*>(hGraph));
   FAKE_RETURN(cuGraphDestroy, CUDA_SUCCESS);
 }
 
-FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                    unsigned int gridDimZ, unsigned int blockDimX,
-                                    unsigned int blockDimY, unsigned int blockDimZ,
-                                    unsigned int sharedMemBytes, CUstream hStream,
-                                    void** kernelParams, void** extra) {
-  FAKE_ENTER(cuLaunchKernel);
-  (void)kernelParams, (void)extra;
-  const fake::NodeSpec node = kernelNode(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                                         blockDimZ, sharedMemBytes);
-  FAKE_RETURN(cuLaunchKernel, launchKernel(f, hStream, false, &node));
+FAKE_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                                          CUgraphExecUpdateResultInfo* resultInfo) {
+  FAKE_ENTER(cuGraphExecUpdate_v2);
+  FAKE_RETURN(cuGraphExecUpdate_v2, fake::execUpdate(hGraphExec, hGraph, resultInfo));
 }
 
-FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
-                                         unsigned int gridDimY, unsigned int gridDimZ,
-                                         unsigned int blockDimX, unsigned int blockDimY,
-                                         unsigned int blockDimZ, unsigned int sharedMemBytes,
-                                         CUstream hStream, void** kernelParams, void** extra) {
-  FAKE_ENTER(cuLaunchKernel_ptsz);
-  (void)kernelParams, (void)extra;
-  const fake::NodeSpec node = kernelNode(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                                         blockDimZ, sharedMemBytes);
-  FAKE_RETURN(cuLaunchKernel_ptsz, launchKernel(f, hStream, true, &node));
-}
-
-FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f,
-                                      void** kernelParams, void** extra) {
-  FAKE_ENTER(cuLaunchKernelEx);
-  (void)kernelParams, (void)extra;
-  if (config == nullptr) FAKE_RETURN(cuLaunchKernelEx, CUDA_ERROR_INVALID_VALUE);
-  const fake::NodeSpec node =
-      kernelNode(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                 config->blockDimY, config->blockDimZ, config->sharedMemBytes);
-  FAKE_RETURN(cuLaunchKernelEx, launchKernel(f, config->hStream, false, &node));
-}
-
-FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f,
-                                           void** kernelParams, void** extra) {
-  FAKE_ENTER(cuLaunchKernelEx_ptsz);
-  (void)kernelParams, (void)extra;
-  if (config == nullptr) FAKE_RETURN(cuLaunchKernelEx_ptsz, CUDA_ERROR_INVALID_VALUE);
-  const fake::NodeSpec node =
-      kernelNode(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                 config->blockDimY, config->blockDimZ, config->sharedMemBytes);
-  FAKE_RETURN(cuLaunchKernelEx_ptsz, launchKernel(f, config->hStream, true, &node));
-}
-
-// As on driver 580, each family names only its own handles.
-FAKE_EXPORT CUresult cuKernelGetName(const char** name, CUkernel hfunc) {
-  FAKE_ENTER(cuKernelGetName);
-  if (name == nullptr) FAKE_RETURN(cuKernelGetName, CUDA_ERROR_INVALID_VALUE);
-  if (!fake::isKernel(hfunc) || reinterpret_cast<fake::Kernel*>(hfunc)->family != 1) {
-    FAKE_RETURN(cuKernelGetName, CUDA_ERROR_INVALID_HANDLE);
+// The 10.2 ABI: the error node and the result through two pointers.
+FAKE_EXPORT CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+                                       CUgraphNode* hErrorNode_out,
+                                       CUgraphExecUpdateResult* updateResult_out) {
+  FAKE_ENTER(cuGraphExecUpdate);
+  if (hErrorNode_out == nullptr || updateResult_out == nullptr) {
+    FAKE_RETURN(cuGraphExecUpdate, CUDA_ERROR_INVALID_VALUE);
   }
-  *name = reinterpret_cast<fake::Kernel*>(hfunc)->name;
-  FAKE_RETURN(cuKernelGetName, CUDA_SUCCESS);
+  CUgraphExecUpdateResultInfo info{};
+  const CUresult result = fake::execUpdate(hGraphExec, hGraph, &info);
+  *hErrorNode_out = info.errorNode;
+  *updateResult_out = info.result;
+  FAKE_RETURN(cuGraphExecUpdate, result);
 }
-
-FAKE_EXPORT CUresult cuFuncGetName(const char** name, CUfunction hfunc) {
-  FAKE_ENTER(cuFuncGetName);
-  if (name == nullptr) FAKE_RETURN(cuFuncGetName, CUDA_ERROR_INVALID_VALUE);
-  if (!fake::isKernel(hfunc) || reinterpret_cast<fake::Kernel*>(hfunc)->family != 2) {
-    FAKE_RETURN(cuFuncGetName, CUDA_ERROR_INVALID_HANDLE);
-  }
-  *name = reinterpret_cast<fake::Kernel*>(hfunc)->name;
-  FAKE_RETURN(cuFuncGetName, CUDA_SUCCESS);
-}
-
-namespace fake {
-
-bool captureNode(CUstream handle, bool per_thread_entry, const NodeSpec& node) {
-  if (!validStream(handle)) return false;
-  Stream* stream = streamOf(handle, per_thread_entry);
-  if (stream == nullptr || !stream->capturing.load()) return false;
-  Graph* graph = stream->graph.load();
-  if (graph == nullptr) return false;
-  graph->add(node);
-  return true;
-}
-
-}  // namespace fake
 
 FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
   FAKE_ENTER(cuLaunchHostFunc);
-  if (fn == nullptr || !validStream(hStream)) FAKE_RETURN(cuLaunchHostFunc, CUDA_ERROR_INVALID_VALUE);
+  if (fn == nullptr || !fake::validStream(hStream)) FAKE_RETURN(cuLaunchHostFunc, CUDA_ERROR_INVALID_VALUE);
   fake::NodeSpec node;
   node.type = CU_GRAPH_NODE_TYPE_HOST;
-  if (!fake::captureNode(hStream, false, node)) fn(userData);
+  node.host_fn = fn;
+  node.host_data = userData;
+  switch (fake::captureNode(hStream, false, node)) {
+    case fake::Captured::kYes: break;
+    case fake::Captured::kInvalidated: FAKE_RETURN(cuLaunchHostFunc, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    case fake::Captured::kNo: fn(userData); break;
+  }
   FAKE_RETURN(cuLaunchHostFunc, CUDA_SUCCESS);
 }
 
 FAKE_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* phGraphNode, CUgraph hGraph,
                                          const CUgraphNode* dependencies, size_t numDependencies) {
   FAKE_ENTER(cuGraphAddEmptyNode);
-  (void)dependencies, (void)numDependencies;
   if (phGraphNode == nullptr) FAKE_RETURN(cuGraphAddEmptyNode, CUDA_ERROR_INVALID_VALUE);
-  if (!is<Graph>(hGraph, fake::Magic::kGraph)) FAKE_RETURN(cuGraphAddEmptyNode, CUDA_ERROR_INVALID_HANDLE);
-  *phGraphNode = reinterpret_cast<Graph*>(hGraph)->add(fake::NodeSpec{});
+  if (!fake::isGraph(hGraph)) FAKE_RETURN(cuGraphAddEmptyNode, CUDA_ERROR_INVALID_HANDLE);
+  auto* graph = reinterpret_cast<Graph*>(hGraph);
+  std::vector<Node*> deps;
+  if (const CUresult result = fake::dependenciesOf(*graph, dependencies, numDependencies, &deps);
+      result != CUDA_SUCCESS) {
+    FAKE_RETURN(cuGraphAddEmptyNode, result);
+  }
+  *phGraphNode = reinterpret_cast<CUgraphNode>(graph->add(fake::NodeSpec{}, deps));
   FAKE_RETURN(cuGraphAddEmptyNode, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                          const CUgraphNode* dependencies, size_t numDependencies,
+                                          const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
+  FAKE_ENTER(cuGraphAddKernelNode);
+  if (nodeParams == nullptr) FAKE_RETURN(cuGraphAddKernelNode, CUDA_ERROR_INVALID_VALUE);
+  CUDA_KERNEL_NODE_PARAMS_v2 params{};
+  std::memcpy(&params, nodeParams, sizeof(*nodeParams));  // v2 extends v1
+  FAKE_RETURN(cuGraphAddKernelNode,
+              fake::addKernelNode(phGraphNode, hGraph, dependencies, numDependencies, params));
+}
+
+FAKE_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                             const CUgraphNode* dependencies, size_t numDependencies,
+                                             const CUDA_KERNEL_NODE_PARAMS_v2* nodeParams) {
+  FAKE_ENTER(cuGraphAddKernelNode_v2);
+  if (nodeParams == nullptr) FAKE_RETURN(cuGraphAddKernelNode_v2, CUDA_ERROR_INVALID_VALUE);
+  FAKE_RETURN(cuGraphAddKernelNode_v2,
+              fake::addKernelNode(phGraphNode, hGraph, dependencies, numDependencies, *nodeParams));
 }
 
 FAKE_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes) {
   FAKE_ENTER(cuGraphGetNodes);
   if (numNodes == nullptr) FAKE_RETURN(cuGraphGetNodes, CUDA_ERROR_INVALID_VALUE);
-  if (!is<Graph>(hGraph, fake::Magic::kGraph)) FAKE_RETURN(cuGraphGetNodes, CUDA_ERROR_INVALID_VALUE);
+  if (!fake::isGraph(hGraph)) FAKE_RETURN(cuGraphGetNodes, CUDA_ERROR_INVALID_VALUE);
   Graph* graph = reinterpret_cast<Graph*>(hGraph);
   std::lock_guard lock(graph->mutex);
   const size_t have = graph->nodes.size();
@@ -404,7 +413,7 @@ FAKE_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t*
 
 FAKE_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type) {
   FAKE_ENTER(cuGraphNodeGetType);
-  const Node* node = nodeOf(hNode);
+  const Node* node = fake::nodeOf(hNode);
   if (node == nullptr || type == nullptr) FAKE_RETURN(cuGraphNodeGetType, CUDA_ERROR_INVALID_VALUE);
   *type = node->spec.type;
   FAKE_RETURN(cuGraphNodeGetType, CUDA_SUCCESS);
@@ -413,29 +422,29 @@ FAKE_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type
 FAKE_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode,
                                                 CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
   FAKE_ENTER(cuGraphKernelNodeGetParams);
-  const Node* node = nodeOf(hNode);
+  const Node* node = fake::nodeOf(hNode);
   if (node == nullptr || nodeParams == nullptr || node->spec.type != CU_GRAPH_NODE_TYPE_KERNEL) {
     FAKE_RETURN(cuGraphKernelNodeGetParams, CUDA_ERROR_INVALID_VALUE);
   }
-  kernelParams(node->spec, reinterpret_cast<CUDA_KERNEL_NODE_PARAMS_v2*>(nodeParams), false);
+  fake::kernelParams(*node, reinterpret_cast<CUDA_KERNEL_NODE_PARAMS_v2*>(nodeParams), false);
   FAKE_RETURN(cuGraphKernelNodeGetParams, CUDA_SUCCESS);
 }
 
 FAKE_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
                                                    CUDA_KERNEL_NODE_PARAMS_v2* nodeParams) {
   FAKE_ENTER(cuGraphKernelNodeGetParams_v2);
-  const Node* node = nodeOf(hNode);
+  const Node* node = fake::nodeOf(hNode);
   if (node == nullptr || nodeParams == nullptr || node->spec.type != CU_GRAPH_NODE_TYPE_KERNEL) {
     FAKE_RETURN(cuGraphKernelNodeGetParams_v2, CUDA_ERROR_INVALID_VALUE);
   }
-  kernelParams(node->spec, nodeParams, true);
+  fake::kernelParams(*node, nodeParams, true);
   FAKE_RETURN(cuGraphKernelNodeGetParams_v2, CUDA_SUCCESS);
 }
 
 FAKE_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
                                                   CUDA_MEM_ALLOC_NODE_PARAMS* params_out) {
   FAKE_ENTER(cuGraphMemAllocNodeGetParams);
-  const Node* node = nodeOf(hNode);
+  const Node* node = fake::nodeOf(hNode);
   if (node == nullptr || params_out == nullptr || node->spec.type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
     FAKE_RETURN(cuGraphMemAllocNodeGetParams, CUDA_ERROR_INVALID_VALUE);
   }
@@ -450,7 +459,7 @@ FAKE_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
 
 FAKE_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr* dptr_out) {
   FAKE_ENTER(cuGraphMemFreeNodeGetParams);
-  const Node* node = nodeOf(hNode);
+  const Node* node = fake::nodeOf(hNode);
   if (node == nullptr || dptr_out == nullptr || node->spec.type != CU_GRAPH_NODE_TYPE_MEM_FREE) {
     FAKE_RETURN(cuGraphMemFreeNodeGetParams, CUDA_ERROR_INVALID_VALUE);
   }
