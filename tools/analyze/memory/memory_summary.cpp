@@ -66,6 +66,7 @@ void markCoalescedSnapshots(std::vector<PointMemory>* points) {
 
 MemorySummary summarizeMemory(const Bundle& bundle, const SummaryOptions& options) {
   MemorySummary summary;
+  summary.bundle = bundle.path();
   const RecordCatalog catalog(bundle);
   SnapshotAssembly snapshots(bundle);
   HistoryCoverage coverage;
@@ -193,6 +194,36 @@ MemorySummary summarizeMemory(const Bundle& bundle, const SummaryOptions& option
   }
   markCoalescedSnapshots(&summary.points);
   return summary;
+}
+
+std::vector<int32_t> pointDevices(const PointMemory& point) {
+  std::vector<int32_t> devices;
+  for (const auto& device : point.devices) devices.push_back(device.device);
+  for (const auto& [device, usage] : point.driver_usage) devices.push_back(device);
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  return devices;
+}
+
+const tb::DeviceFigures* findDevice(const PointMemory& point, int32_t device) {
+  for (const auto& figures : point.devices) {
+    if (figures.device == device) return &figures;
+  }
+  return nullptr;
+}
+
+ResidualSplit splitResidual(const PointMemory& point, int32_t device, uint64_t used,
+                            uint64_t reserved) {
+  ResidualSplit split;
+  split.reserved = reserved;
+  split.residual = static_cast<int64_t>(used) - static_cast<int64_t>(reserved);
+  if (auto it = point.driver_memory.find(device); it != point.driver_memory.end())
+    split.driver = it->second;
+  if (auto it = point.other_processes.find(device); it != point.other_processes.end())
+    split.other = &it->second;
+  split.rest = split.residual - static_cast<int64_t>(split.driver.outsideTotal()) -
+               (split.otherMeasured() ? static_cast<int64_t>(split.other->bytes) : 0);
+  return split;
 }
 
 }  // namespace tcgd::analyze

@@ -64,6 +64,7 @@ struct SummaryOptions {
 };
 
 struct MemorySummary {
+  std::string bundle;  // path
   bool any_snapshot_record = false;
   std::vector<PointMemory> points;  // in point order
   std::vector<std::string> warnings;  // batches that did not decode
@@ -91,10 +92,5 @@ struct ResidualSplit {
 };
 ResidualSplit splitResidual(const PointMemory& point, int32_t device, uint64_t used,
                             uint64_t reserved);
-
-// `memory summary`'s text and JSON (schema tcgd.memory.summary) of every
-// point (commands/memory/summary.cpp), for reports that embed them.
-std::string memorySummaryText(const MemorySummary& summary);
-std::string memorySummaryJson(const Bundle& bundle, const MemorySummary& summary);
 
 }  // namespace tcgd::analyze

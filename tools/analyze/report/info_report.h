@@ -1,35 +1,16 @@
-// The numbers `info` reports and its JSON form (docs/cli.md lists the keys).
+// `info`'s text and its JSON form (docs/cli.md lists the keys): the bundle's
+// kind, completeness, provenance and points (from the loaded bundle), and
+// the counts of model/bundle_info.h.
 #pragma once
 
-#include <cstdint>
-#include <map>
 #include <string>
-#include <vector>
 
 #include "bundle/bundle.h"
-#include "model/graph_inventory.h"
+#include "model/bundle_info.h"
 
 namespace tcgd::analyze {
 
-struct InfoClassCount {
-  uint64_t records = 0;
-  uint64_t dropped = 0;
-};
-
-struct InfoCounts {
-  // True: counts and drops come from the trailer. False: no trailer, so the
-  // records were counted by scanning the file and drops are unknown.
-  bool from_trailer = false;
-  uint64_t total_records = 0;
-  uint64_t total_dropped = 0;
-  std::map<std::string, InfoClassCount> per_class;
-  std::map<std::string, uint64_t> per_type;  // record type name → records
-  // Captured graphs' inventories (read only when the bundle has any).
-  std::vector<GraphInventory> graphs;
-};
-
-InfoCounts collectInfoCounts(const Bundle& bundle);
-
+void appendInfoText(const Bundle& bundle, const InfoCounts& counts, std::string* out);
 // Appends the `info --json` object and a newline.
 void writeInfoJson(const Bundle& bundle, const InfoCounts& counts, std::string* out);
 

@@ -14,6 +14,7 @@
 #include "report/memory/html_report.h"
 #include "memory/leaks.h"
 #include "report/memory/phases_report.h"
+#include "report/memory/summary_report.h"
 #include "report/json_writer.h"
 #include "model/memory_history.h"
 #include "memory/memory_summary.h"
@@ -90,7 +91,7 @@ std::string reportJson(const Bundle& bundle, const MemorySummary& summary,
   }
   json.endObject();
   // The summary document goes in whole, as `memory summary --json` prints it.
-  std::string summary_json = memorySummaryJson(bundle, summary);
+  std::string summary_json = memorySummaryJson(summary);
   while (!summary_json.empty() && summary_json.back() == '\n') summary_json.pop_back();
   out.pop_back();  // the closing brace
   std::string phases = phases_json.empty() ? std::string("null") : phases_json;
