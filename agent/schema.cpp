@@ -1,5 +1,7 @@
 #include "schema.h"
 
+#include <iterator>
+
 namespace tcgd::agent {
 namespace {
 
@@ -18,22 +20,22 @@ constexpr size_t kMaxTables = 64;
 Table g_tables[kMaxTables];
 size_t g_table_count = 0;
 
-// The agent core's record types (agent/channel/record.h).
-constexpr RecordTypeInfo kCoreTypes[] = {
-    {channel::kRecordSessionStart, RecordClass::kControl, "session_start",
-     {"schema:blob", "config:blob", "identity:blob", "", ""}, nullptr},
-    {channel::kRecordSessionEnd, RecordClass::kControl, "session_end",
-     {"reason:u64", "detail:i64", "", "", ""}, nullptr},
-    {channel::kRecordPoint, RecordClass::kPoint, "point",
-     {"name:blob", "origin:u64", "ordinal:u64", "drops_before:u64", ""}, nullptr},
-    {channel::kRecordMetadata, RecordClass::kControl, "metadata",
-     {"key:blob", "value:blob", "", "", ""}, nullptr},
-    {channel::kRecordProvenance, RecordClass::kControl, "provenance",
-     {"provenance:blob", "", "", "", ""}, nullptr},
+// Every record type of agent/channel/record_types.def: the agent core's,
+// the torch bridge's and the collectors'. One table, registered here, so the
+// schema describes them all whichever layers are linked or loaded (the
+// bridge may load late, or never). The hooks register theirs from
+// interpose/hooks.def.
+constexpr RecordTypeInfo kTableTypes[] = {
+#define TCGD_RECORD(group, constant, id, cls, name, words, flags) \
+  {id, RecordClass::cls, name, {TCGD_RECORD_WORDS_ words}, flags},
+#define TCGD_RECORD_WORDS_(w0, w1, w2, w3, w4) w0, w1, w2, w3, w4
+#include "channel/record_types.def"
+#undef TCGD_RECORD_WORDS_
+#undef TCGD_RECORD
 };
 
-[[maybe_unused]] const bool g_core_registered = [] {
-  registerRecordTypes(kCoreTypes, std::size(kCoreTypes));
+[[maybe_unused]] const bool g_table_registered = [] {
+  registerRecordTypes(kTableTypes, std::size(kTableTypes));
   return true;
 }();
 

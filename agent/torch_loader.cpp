@@ -75,13 +75,6 @@ constexpr uint64_t kAttachPollNs = 2 * kMs;        // helper: between two try_at
 constexpr uint64_t kAttachBudgetNs = 2000 * kMs;   // helper: how long it polls
 constexpr uint64_t kPointWaitNs = 1000 * kMs;      // a point waiting for a load
 
-// The schema must describe the bridge's records from session start on,
-// whether or not the bridge ever loads.
-[[maybe_unused]] const bool g_registered = [] {
-  registerRecordTypes(torchbridge::kTorchRecordTypes, std::size(torchbridge::kTorchRecordTypes));
-  return true;
-}();
-
 std::atomic<uint8_t> g_state{static_cast<uint8_t>(TorchBridgeState::kUnknown)};
 // Published once by the helper with a release store, after g_bridge_storage
 // is filled; read with acquire.

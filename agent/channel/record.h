@@ -44,29 +44,24 @@ inline constexpr const char* recordClassName(uint8_t cls) {
                                                          : "unknown";
 }
 
-// Record types 0..255 are owned by the agent core (below). Other layers
-// register their own ranges with the schema registry (agent/schema.h):
-//   256..1023   CUDA driver and runtime entry points (interpose/)
-//   1024..1279  PyTorch allocator trace actions (collectors/torch)
-//   1280..2047  graph, tensor and memory collector records (collectors/)
-// A type's meaning is described by its schema entry, which the agent sends
-// at session start and the recorder stores in the bundle header, so readers
+// Record types 0..255 are owned by the agent core, 256..1023 by the CUDA
+// entry points (interpose/hooks.def), 1024..1279 by the torch bridge and
+// 1280..2047 by collectors/. Every type but the hooks' is a line of
+// record_types.def beside this file, which generates the constants of each
+// layer; interpose/record_types.cpp checks that no id is claimed twice. A
+// type's meaning is described by its schema entry, which the agent sends at
+// session start and the recorder stores in the bundle header, so readers
 // can show records of types they were not compiled with.
 enum CoreRecordType : uint16_t {
-  // a0: schema blob id (BlobKind::kSchema, agent/schema.h lines)
-  // a1: config blob id (BlobKind::kConfig, "TCGD_KEY=value" lines in force)
-  // a2: identity blob id (BlobKind::kConfig, "key=value" lines: run, rank,
-  //     world_size, local_rank, group_id, host, tool_version, output_dir,
-  //     argv.N, meta.KEY)
-  kRecordSessionStart = 1,
-  kRecordSessionEnd = 2,    // a0: EndReason, a1: signal or exit code
-  kRecordPoint = 3,         // a0: name blob id, a1: point origin, a2: point ordinal,
-                            // a3: records dropped (all classes) before it
-  kRecordMetadata = 4,      // a0: key blob id, a1: value blob id
-  // a0: blob id of "key=value" lines: driver_version, runtime_version,
-  // torch_version, nccl_version, device.N.{name,uuid,capability,
-  // total_memory,pci_bus_id}, anything else goes to Provenance.other
-  kRecordProvenance = 5,
+#define TCGD_RECORD(group, constant, id, ...) TCGD_RECORD_ENUM_##group(constant, id)
+#define TCGD_RECORD_ENUM_Core(constant, id) constant = id,
+#define TCGD_RECORD_ENUM_Torch(constant, id)
+#define TCGD_RECORD_ENUM_Collector(constant, id)
+#include "record_types.def"
+#undef TCGD_RECORD_ENUM_Collector
+#undef TCGD_RECORD_ENUM_Torch
+#undef TCGD_RECORD_ENUM_Core
+#undef TCGD_RECORD
 };
 
 enum class EndReason : uint64_t {
