@@ -110,8 +110,7 @@ LifetimesAnalysis analyzeLifetimes(const Bundle& bundle_, const MemoryHistory& h
   std::stable_sort(a.selected.begin(), a.selected.end(), [&](uint32_t x, uint32_t y) {
     return lifetimes[x].bytes() > lifetimes[y].bytes();
   });
-  for (const StackRef& stack : a.table.stacks())
-    a.stack_texts.push_back(stackText(bundle_, stack, request_.stack_depth));
+  a.stack_texts = stackTexts(bundle_, a.table, request_.stack_depth);
   return a;
 }
 

@@ -33,10 +33,8 @@
 
 #include "bundle/bundle.h"
 #include "collectors/torch/snapshot_codec.h"
-#include "report/json_writer.h"
 #include "model/memory_history.h"
 #include "memory/memory_summary.h"
-#include "report/report_output.h"
 
 namespace tcgd::analyze {
 
@@ -164,19 +162,5 @@ LeaksReport findLeaks(const std::string& bundle_path, const LeaksOptions& option
 // the caller checked that the bundle has allocator snapshots.
 LeaksReport findLeaks(const Bundle& bundle, const MemorySummary& summary, const MemoryHistory& history,
                       const LeaksOptions& options = {});
-
-// What the report says, one finding per line (commands/memory/leaks.cpp).
-struct LeakFinding {
-  std::string kind;  // "growth", "outlives", "idle", "repeated"
-  int32_t device = -1;  // -1: none (repeated)
-  std::string pool;     // "(1,0)"; repeated: every pool, comma-separated
-  std::string text;
-};
-std::vector<LeakFinding> leakFindings(const LeaksReport& report);
-// As JSON: an array of {kind, device, pool, text}; as a table of those columns.
-void leakFindingsJson(const std::vector<LeakFinding>& findings, JsonWriter& json);
-ReportTable leakFindingsTable(std::string name, const std::vector<LeakFinding>& findings);
-// The rules the findings follow, as the report prints them.
-extern const char* const kLeakHeuristics[5];
 
 }  // namespace tcgd::analyze

@@ -334,6 +334,12 @@ std::string stackText(const Bundle& bundle, const StackRef& stack, size_t depth)
   return out.empty() ? std::string("-") : out;
 }
 
+std::vector<std::string> stackTexts(const Bundle& bundle, const LifetimeTable& table, size_t depth) {
+  std::vector<std::string> texts;
+  for (const StackRef& stack : table.stacks()) texts.push_back(stackText(bundle, stack, depth));
+  return texts;
+}
+
 size_t historyPointIndex(const Bundle& bundle, const MemoryHistory& history,
                          const std::string& name) {
   const auto& intervals = history.intervals();

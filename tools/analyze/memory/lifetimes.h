@@ -111,6 +111,8 @@ LifetimeTable reconstructLifetimes(const MemoryHistory& history,
 // C++ frames from the first outside PyTorch's recorder and allocator, each
 // function without its argument list.
 std::string stackText(const Bundle& bundle, const StackRef& stack, size_t depth);
+// The text of every stack of `table` (index for index), for the renderers.
+std::vector<std::string> stackTexts(const Bundle& bundle, const LifetimeTable& table, size_t depth);
 
 // Index of the point named `name` in the history's intervals (interval
 // index = point index), or '#N' for ordinal N; throws AnalyzeError listing
