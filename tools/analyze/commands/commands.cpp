@@ -17,6 +17,9 @@ void registerBuiltinCommands(CommandRegistry& registry) {
   registerMemoryReportCommand(registry);
   registerExportCommands(registry);
   registerGroupCommands(registry);
+#if defined(TCGD_ANALYZE_TENSOR_COMMANDS)
+  registerTensorCommands(registry);
+#endif
 }
 
 }  // namespace tcgd::analyze

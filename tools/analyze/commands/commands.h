@@ -26,7 +26,12 @@ void registerMemoryReportCommand(CommandRegistry& registry);  // memory report (
 void registerExportCommands(CommandRegistry& registry);  // export perfetto (commands/export/perfetto.cpp)
 void registerGroupCommands(CommandRegistry& registry);  // memory group-summary, compare-run-group-phases
 
-// Every command above; later verb groups (memory, tensor) add theirs here.
+// The "tensor" verb group: defined by the library of commands/tensor
+// (tcgd_analyze_tensor_commands) and called by registerBuiltinCommands()
+// only when that library is built (TCGD_ANALYZE_TENSOR_COMMANDS).
+void registerTensorCommands(CommandRegistry& registry);
+
+// Every command above, in the order of tcgd-analyze --help.
 void registerBuiltinCommands(CommandRegistry& registry);
 
 // The help text of the BUNDLE argument, shared by the commands.
