@@ -168,7 +168,7 @@ def train(model, opt, xs, ys, mode, on_step=None):
 def transformer(mode):
     model, opt, xs, ys = model_and_data()
     losses = train(model, opt, xs, ys, mode)
-    return g.digest(*losses, *model.parameters()), {
+    return g.digest(torch.stack(losses), *model.parameters()), {
         "mode": mode, "steps": STEPS, "warmup": 3, "losses": [float(l) for l in losses]}
 
 
@@ -183,7 +183,9 @@ def compile_case():
         return torch.relu(lin(x)) * 2 + 1
 
     x = torch.randn(64, 256, device="cuda")
-    outs = [f(x + i).clone() for i in range(8)]
+    # Inference (no autograd), so cudagraph trees capture and replay.
+    with torch.no_grad():
+        outs = [f(x + i).clone() for i in range(8)]
     torch.cuda.synchronize()
     return g.digest(*outs), {"calls": 8}
 
@@ -351,13 +353,13 @@ def unwritten_padding(mode):
 def dropout(mode):
     model, opt, xs, ys = model_and_data(dropout=0.1, layers=1)
     losses = train(model, opt, xs, ys, mode)
-    return g.digest(*losses), {"bug": "dropout"}
+    return g.digest(torch.stack(losses)), {"bug": "dropout", "losses": [float(l) for l in losses]}
 
 
 def correct(mode):
     model, opt, xs, ys = model_and_data(layers=1)
     losses = train(model, opt, xs, ys, mode)
-    return g.digest(*losses, *model.parameters()), {"bug": None}
+    return g.digest(torch.stack(losses), *model.parameters()), {"bug": None, "losses": [float(l) for l in losses]}
 
 
 CASES = {
