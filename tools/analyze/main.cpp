@@ -1,5 +1,5 @@
 // tcgd-analyze: reads tcgd bundles offline. The commands are in
-// commands.h; this file maps errors to exit codes (0 ok, 1 finding, 2 error).
+// commands/commands.h; this file maps errors to exit codes (0 ok, 1 finding, 2 error).
 #include <cerrno>
 #include <cstdio>
 #include <cstring>

@@ -20,9 +20,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bundle/record_schema.h"
 #include "event_codec.h"
 #include "format.h"
-#include "bundle/record_schema.h"
 #include "tcgd/bundle.pb.h"
 
 namespace tcgd::analyze {

@@ -6,7 +6,7 @@
 // Verb groups ("memory", "tensor") are registered like commands; a command's
 // path is its words ("info", or "memory" "summary"). Adding a command means
 // writing a CommandSpec and registering it from registerBuiltinCommands()
-// (commands.h); nothing here changes.
+// (commands/commands.h); nothing here changes.
 #pragma once
 
 #include <cstdio>

@@ -20,8 +20,8 @@
 #include <string>
 
 #include "bundle/bundle.h"
-#include "model/memory_history.h"
 #include "memory/memory_summary.h"
+#include "model/memory_history.h"
 
 namespace tcgd::analyze {
 

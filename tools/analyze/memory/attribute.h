@@ -12,8 +12,8 @@
 
 #include "bundle/bundle.h"
 #include "memory/lifetimes.h"
-#include "model/memory_history.h"
 #include "memory/memory_summary.h"
+#include "model/memory_history.h"
 
 namespace tcgd::analyze {
 

@@ -10,10 +10,10 @@
 
 #include "bundle/bundle.h"
 #include "cli/error.h"
+#include "memory/memory_summary.h"
 #include "model/graph_inventory.h"
 #include "model/graph_timeline.h"
 #include "model/memory_history.h"
-#include "memory/memory_summary.h"
 
 namespace tcgd::analyze {
 namespace {

@@ -33,8 +33,8 @@
 
 #include "bundle/bundle.h"
 #include "collectors/torch/snapshot_codec.h"
-#include "model/memory_history.h"
 #include "memory/memory_summary.h"
+#include "model/memory_history.h"
 
 namespace tcgd::analyze {
 

@@ -6,9 +6,9 @@
 #include <filesystem>
 
 #include "commands/commands.h"
-#include "model/memory_history.h"
-#include "memory/memory_summary.h"
 #include "export/perfetto.h"
+#include "memory/memory_summary.h"
+#include "model/memory_history.h"
 #include "report/report_output.h"
 
 namespace tcgd::analyze {

@@ -7,9 +7,9 @@
 #include <cstdio>
 
 #include "commands/commands.h"
+#include "commands/report_options.h"
 #include "memory/compare_points.h"
 #include "report/memory/compare_report.h"
-#include "commands/report_options.h"
 
 namespace tcgd::analyze {
 namespace {

@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <string>
 
-#include "report/memory/compare_report.h"
 #include "memory/phases.h"
+#include "report/memory/compare_report.h"
 #include "report/report_output.h"
 
 namespace tcgd::analyze {
