@@ -328,6 +328,38 @@ TEST_F(TensorPipeline, AKilledJobsBundleHoldsEveryCompletedReplay) {
   EXPECT_EQ(b.of(b.sites[2].site()).size(), run.values.at("replays"));
 }
 
+TEST_F(TensorPipeline, ADeviceWithoutAKernelImageGetsOneWarningAndNoProbes) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "fingerprint", "no-image");
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  EXPECT_EQ(run.values.at("replays"), 3u);  // the job ran on
+  const auto lines = run.result.errLines();
+  ASSERT_EQ(lines.size(), 1u) << run.result.err;
+  EXPECT_NE(lines[0].find("tensor probes are off for this process: no fingerprint kernel image"),
+            std::string::npos)
+      << lines[0];
+  const TensorBundle b = readTensorBundle(run.tensor_bundle);
+  ASSERT_TRUE(b.has_trailer);
+  EXPECT_TRUE(b.sites.empty());
+  EXPECT_TRUE(b.observations.empty());
+  ASSERT_FALSE(b.counters.empty());
+  EXPECT_GT(b.counters.back().skipped().at("unavailable"), 0u);
+}
+
+TEST_F(TensorPipeline, AGraphBuiltNodeByNodeIsReportedAsNotProbed) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "fingerprint", "manual-node");
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  const auto lines = run.result.errLines();
+  ASSERT_EQ(lines.size(), 1u) << run.result.err;
+  EXPECT_NE(lines[0].find("graphs built without stream capture are not probed"), std::string::npos)
+      << lines[0];
+  const TensorBundle b = readTensorBundle(run.tensor_bundle);
+  ASSERT_FALSE(b.counters.empty());
+  EXPECT_EQ(b.counters.back().skipped().at("manual_graph_nodes"), 1u);
+  EXPECT_EQ(b.sites.size(), 3u);  // the captured ones, as without it
+}
+
 TEST_F(TensorPipeline, WithoutTensorRulesNoTensorBundleIsWritten) {
   TempDir dir;
   const ProgramRun run = runUnderAgent(dir, "off");

@@ -3,7 +3,9 @@
 // launches a kernel eagerly, captures it and a set into a graph, replays
 // the graph, and prints what the test checks the .tcgd-tensor bundle
 // against as "value NAME NUMBER" lines. argv[1]: "kill" SIGKILLs itself
-// after the replays (the bundle must still hold them).
+// after the replays (the bundle must still hold them); "no-image" makes the
+// driver refuse the fingerprint module (a device without a kernel image);
+// "manual-node" also builds a graph node by node and launches it.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <signal.h>
@@ -37,6 +39,9 @@ int fail(const char* what, CUresult r) {
 
 int main(int argc, char** argv) {
   const bool kill_self = argc > 1 && std::strcmp(argv[1], "kill") == 0;
+  const bool manual_node = argc > 1 && std::strcmp(argv[1], "manual-node") == 0;
+  if (argc > 1 && std::strcmp(argv[1], "no-image") == 0)
+    fake_cuda_inject("cuModuleLoadData", CUDA_ERROR_NO_BINARY_FOR_GPU);
   CUresult r = cuInit(0);
   if (r != CUDA_SUCCESS) return fail("cuInit", r);
   constexpr uint32_t kElements = 1024;
@@ -85,6 +90,23 @@ int main(int argc, char** argv) {
     if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
   if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
 
+  if (manual_node) {
+    CUgraph built = nullptr;
+    if ((r = cuGraphCreate(&built, 0)) != CUDA_SUCCESS) return fail("cuGraphCreate", r);
+    CUDA_KERNEL_NODE_PARAMS node{};
+    node.func = scale;
+    node.gridDimX = node.gridDimY = node.gridDimZ = 1;
+    node.blockDimX = 256;
+    node.blockDimY = node.blockDimZ = 1;
+    node.kernelParams = captured_args;
+    CUgraphNode added = nullptr;
+    if ((r = cuGraphAddKernelNode_v2(&added, built, nullptr, 0, &node)) != CUDA_SUCCESS)
+      return fail("cuGraphAddKernelNode", r);
+    CUgraphExec built_exec = nullptr;
+    if ((r = cuGraphInstantiateWithFlags(&built_exec, built, 0)) != CUDA_SUCCESS)
+      return fail("instantiate the built graph", r);
+    if ((r = cuGraphLaunch(built_exec, s)) != CUDA_SUCCESS) return fail("launch the built graph", r);
+  }
   value("a", a);
   value("b", b);
   value("stream", reinterpret_cast<uintptr_t>(s));
