@@ -65,6 +65,18 @@ TEST(Launcher, RunsUnderTheAgentWithOptionsAndListsTheBundle) {
   EXPECT_TRUE(b.trailer.complete());
 }
 
+TEST(Launcher, TensorRulesBecomeTcgdTensor) {
+  TempDir dir;
+  const RunResult r = launch({"run", "-o", dir.path(), "--tensor", "fingerprint:kernel=~gemm", "--",
+                              kProgram, "points", "1"});
+  ASSERT_EQ(r.exitCode(), 0) << r.err;
+  const auto bundles = filesIn(dir.path(), ".tcgd-memory");
+  ASSERT_EQ(bundles.size(), 1u);
+  const BundleSummary b = readBundle(dir.path() + "/" + bundles[0]);
+  EXPECT_EQ(b.header.config().at("TCGD_TENSOR"), "fingerprint:kernel=~gemm");
+  EXPECT_TRUE(contains(launch({"run", "--help"}).out, "--tensor RULES"));
+}
+
 TEST(Launcher, PassesTheExitCodeAndOutputThrough) {
   TempDir dir;
   const RunResult r = launch({"run", "-o", dir.path(), "--", kProgram, "exit7"});
