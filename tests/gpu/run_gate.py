@@ -432,6 +432,8 @@ def main():
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--no-bench", action="store_true")
     ap.add_argument("--bench-rounds", type=int, default=3)
+    ap.add_argument("--benches", nargs="*", default=["launch", "memory", "tensor"],
+                    help="which benchmarks run (launch, memory, tensor); --no-bench runs none")
     ap.add_argument("--group-world", type=int, default=2,
                     help="ranks of the run-group stage (group_stage.py); 1 smoke-tests it on one GPU")
     args = ap.parse_args()
@@ -460,9 +462,10 @@ def main():
     skipped = []  # (case, why)
     tensor_checks.run(gate, args.only)
     group_stage.run(gate, Bundle, args.only, skipped, args.group_world)
-    bench_res = None if args.no_bench else bench(gate, args.bench_rounds)
-    mem_bench = None if args.no_bench else memory_bench(gate, args.bench_rounds)
-    tensor_b = None if args.no_bench else tensor_bench(gate, args.bench_rounds)
+    benches = set() if args.no_bench else set(args.benches)
+    bench_res = bench(gate, args.bench_rounds) if "launch" in benches else None
+    mem_bench = memory_bench(gate, args.bench_rounds) if "memory" in benches else None
+    tensor_b = tensor_bench(gate, args.bench_rounds) if "tensor" in benches else None
 
     print("\n== GPU gate details")
     for name, ok, checks, secs in gate.rows:
