@@ -123,7 +123,8 @@ void Bundle::absorb(const bundle::Frame& frame, uint64_t offset, const LoadOptio
     case bundle::Frame::kTensorSites:
     case bundle::Frame::kTensorObservations:
     case bundle::Frame::kTensorCounters:
-      // Tensor frames: read by the tensor analyses when they stream the file.
+      // Tensor frames: read when the tensor readers stream the file.
+      ++tensor_frames_;
       return;
     case bundle::Frame::BODY_NOT_SET:
       // A frame kind added by a newer writer of the same format version:

@@ -109,6 +109,9 @@ class Bundle {
   const ScanCounts& scanned() const { return scanned_; }
   const BlobInfo* blob(uint64_t id) const;
   size_t blobCount() const { return blobs_.size(); }
+  // TensorKernel, TensorSiteBatch, TensorObservationBatch and TensorCounters
+  // frames seen (model/tensor_frames.h reads them).
+  uint64_t tensorFrames() const { return tensor_frames_; }
 
   // True when the trailer says complete and nothing after it is torn.
   bool complete() const;
@@ -141,6 +144,7 @@ class Bundle {
   uint32_t format_version_ = 0;
   uint64_t file_size_ = 0;
   uint64_t frames_ = 0;
+  uint64_t tensor_frames_ = 0;
   bool has_header_ = false;
   bundle::Header header_;
   bundle::Provenance provenance_;

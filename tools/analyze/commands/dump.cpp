@@ -1,4 +1,5 @@
-// `tcgd-analyze dump BUNDLE [--json] [--frames]`: every record, or every frame.
+// `tcgd-analyze dump BUNDLE [--json] [--frames | --tensor WHAT]`: every
+// record, every frame, or the rows of one kind of tensor frame.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -6,94 +7,79 @@
 
 #include "bundle/bundle.h"
 #include "commands/commands.h"
-#include "report/json_writer.h"
+#include "model/tensor_frames.h"
+#include "report/frame_format.h"
 #include "report/record_format.h"
 
 namespace tcgd::analyze {
 namespace {
 
-const char* frameTypeName(const bundle::Frame& frame) {
-  switch (frame.body_case()) {
-    case bundle::Frame::kHeader: return "header";
-    case bundle::Frame::kPoint: return "point";
-    case bundle::Frame::kEvents: return "events";
-    case bundle::Frame::kInterned: return "interned";
-    case bundle::Frame::kProvenance: return "provenance";
-    case bundle::Frame::kModules: return "modules";
-    case bundle::Frame::kTrailer: return "trailer";
-    case bundle::Frame::kTensorKernel: return "tensor_kernel";
-    case bundle::Frame::kTensorSites: return "tensor_sites";
-    case bundle::Frame::kTensorObservations: return "tensor_observations";
-    case bundle::Frame::kTensorCounters: return "tensor_counters";
-    case bundle::Frame::BODY_NOT_SET: break;
-  }
-  return "unknown";
+enum class TensorPart { kNone, kKernels, kSites, kObservations, kCounters };
+
+TensorPart tensorPart(const ParsedArgs& args) {
+  const auto text = args.value("--tensor");
+  if (!text) return TensorPart::kNone;
+  if (args.flag("--frames"))
+    throw UsageError("give --frames or --tensor, not both", std::string(kProgramName) + " dump --help");
+  if (*text == "kernels") return TensorPart::kKernels;
+  if (*text == "sites") return TensorPart::kSites;
+  if (*text == "observations") return TensorPart::kObservations;
+  if (*text == "counters") return TensorPart::kCounters;
+  throw AnalyzeError(fmt::format("bad --tensor '{}': expected kernels, sites, observations or counters", *text));
 }
 
-void appendFrameJson(const FrameInfo& info, std::string* out) {
-  const bundle::Frame& frame = *info.frame;
-  JsonWriter json(out);
-  json.beginObject();
-  json.key("offset").value(info.offset);
-  json.key("size").value(info.size);
-  json.key("type").value(frameTypeName(frame));
-  switch (frame.body_case()) {
-    case bundle::Frame::kPoint:
-      json.key("name").value(frame.point().name());
-      json.key("sequence").value(frame.point().sequence());
+// The rows of one kind of tensor frame, streamed. Returns the observation
+// batches that could not be read (and were skipped).
+std::vector<std::string> dumpTensor(const Bundle& bundle, TensorPart part, bool json, Output& out) {
+  std::vector<std::string> problems;
+  TensorFrameVisitor visit;
+  std::string& buffer = out.buffer();
+  switch (part) {
+    case TensorPart::kKernels:
+      visit.kernel = [&](const bundle::TensorKernel& k, const FrameInfo&) {
+        json ? appendTensorKernelJson(k, &buffer) : appendTensorKernelText(k, &buffer);
+        out.maybeFlush();
+      };
       break;
-    case bundle::Frame::kEvents:
-      json.key("records").value(frame.events().type_size());
-      json.key("first_sequence").value(frame.events().first_sequence());
+    case TensorPart::kSites:
+      visit.sites = [&](const bundle::TensorSiteBatch& batch, const FrameInfo&) {
+        for (const auto& site : batch.sites()) json ? appendTensorSiteJson(site, &buffer) : appendTensorSiteText(site, &buffer);
+        out.maybeFlush();
+      };
       break;
-    case bundle::Frame::kInterned:
-      json.key("blobs").value(frame.interned().blobs_size());
+    case TensorPart::kObservations:
+      visit.observations = [&](const bundle::TensorObservationBatch& batch, const FrameInfo& info) {
+        if (const std::string problem = observationColumnsProblem(batch); !problem.empty()) {
+          problems.push_back(fmt::format("observation batch at byte {} skipped: {}", info.offset, problem));
+          return;
+        }
+        const int rows = static_cast<int>(observationRows(batch));
+        for (int i = 0; i < rows; ++i) {
+          json ? appendObservationJson(batch, i, &buffer) : appendObservationText(batch, i, &buffer);
+          out.maybeFlush();
+        }
+      };
       break;
-    case bundle::Frame::kModules:
-      json.key("modules").value(frame.modules().modules_size());
+    case TensorPart::kCounters:
+      visit.counters = [&](const bundle::TensorCounters& c, const FrameInfo&) {
+        json ? appendTensorCountersJson(c, &buffer) : appendTensorCountersText(c, &buffer);
+      };
       break;
-    case bundle::Frame::kTrailer:
-      json.key("complete").value(frame.trailer().complete());
-      break;
-    default:
-      break;
-  }
-  json.endObject();
-  out->push_back('\n');
-}
-
-void appendFrameText(const FrameInfo& info, std::string* out) {
-  const bundle::Frame& frame = *info.frame;
-  auto it = std::back_inserter(*out);
-  fmt::format_to(it, "offset={} size={} {}", info.offset, info.size, frameTypeName(frame));
-  switch (frame.body_case()) {
-    case bundle::Frame::kPoint:
-      fmt::format_to(it, " name={} sequence={}", frame.point().name(), frame.point().sequence());
-      break;
-    case bundle::Frame::kEvents:
-      fmt::format_to(it, " records={} first_sequence={}", frame.events().type_size(),
-                     frame.events().first_sequence());
-      break;
-    case bundle::Frame::kInterned:
-      fmt::format_to(it, " blobs={}", frame.interned().blobs_size());
-      break;
-    case bundle::Frame::kModules:
-      fmt::format_to(it, " modules={}", frame.modules().modules_size());
-      break;
-    case bundle::Frame::kTrailer:
-      fmt::format_to(it, " complete={}", frame.trailer().complete());
-      break;
-    default:
+    case TensorPart::kNone:
       break;
   }
-  out->push_back('\n');
+  forEachTensorFrame(bundle, visit);
+  return problems;
 }
 
 int runDump(const ParsedArgs& args, Output& out) {
+  const TensorPart tensor = tensorPart(args);  // options are checked before the bundle is read
   const Bundle bundle = Bundle::load(args.positional(0));
   const bool json = args.flag("--json");
   std::vector<std::string> problems;
-  if (args.flag("--frames")) {
+  if (tensor != TensorPart::kNone) {
+    problems = dumpTensor(bundle, tensor, json, out);
+  } else if (args.flag("--frames")) {
     bundle.forEachFrame([&](const FrameInfo& info) {
       if (json) {
         appendFrameJson(info, &out.buffer());
@@ -139,11 +125,16 @@ void registerDumpCommand(CommandRegistry& registry) {
           "record-type schemas in the bundle: interned strings are shown as strings, code\n"
           "addresses as the library mapped there, pointers in hex. With --json, one JSON\n"
           "object per line (JSON Lines) with exact 64-bit integers, for scripts and jq.\n"
+          "With --tensor, the rows of one kind of tensor frame instead: kernels (with their\n"
+          "short demangled and mangled names), sites (with their ranges), observations (one\n"
+          "per line) or counters.\n"
           "A torn or corrupt file is dumped up to its last whole frame, with a warning on\n"
           "stderr saying where reading stopped.",
       .arguments = {{"BUNDLE", kBundleArgumentHelp}},
       .options = {{"--json", "", "Print JSON Lines, one object per record (keys in docs/cli.md)"},
-                  {"--frames", "", "Print one line per frame (offset, size, type) instead of records"}},
+                  {"--frames", "", "Print one line per frame (offset, size, type) instead of records"},
+                  {"--tensor", "WHAT",
+                   "Print the tensor frames' rows instead: kernels, sites, observations or counters"}},
       .exit_codes = {},
       .run = runDump,
   });

@@ -2,9 +2,11 @@
 #include <fmt/format.h>
 
 #include <iterator>
+#include <optional>
 
 #include "bundle/bundle.h"
 #include "commands/commands.h"
+#include "model/tensor_frames.h"
 
 namespace tcgd::analyze {
 namespace {
@@ -33,13 +35,21 @@ int runValidate(const ParsedArgs& args, Output& out) {
     findings.push_back("no trailer: the recording was cut short");
   }
   for (const auto& problem : bundle.problems()) findings.push_back(problem);
+  const bool tensor_bundle = bundle.kind() == proto::BundleKind::kTensor;
+  std::optional<TensorFrames> tensor;
+  if (tensor_bundle || bundle.tensorFrames() != 0) tensor = readTensorFrames(bundle);
+  if (!tensor_bundle && bundle.tensorFrames() != 0)
+    findings.push_back(fmt::format("{} tensor frame(s) in a memory bundle", bundle.tensorFrames()));
+  if (tensor) findings.insert(findings.end(), tensor->problems.begin(), tensor->problems.end());
 
   auto it = std::back_inserter(out.buffer());
   if (findings.empty()) {
     const bundle::Trailer* trailer = bundle.trailer();
-    fmt::format_to(it, "{}: ok: complete {} bundle, format version {}, {} frames, {} records, {} points, end: {}\n",
+    const std::string tensor_counts =
+        tensor_bundle ? fmt::format(", {} sites, {} observations", tensor->sites, tensor->observations) : "";
+    fmt::format_to(it, "{}: ok: complete {} bundle, format version {}, {} frames, {} records, {} points{}, end: {}\n",
                    bundle.path(), bundle.kindName(), bundle.formatVersion(), bundle.frames(),
-                   bundle.scanned().records, bundle.points().size(), trailer->end_reason());
+                   bundle.scanned().records, bundle.points().size(), tensor_counts, trailer->end_reason());
     return kExitOk;
   }
   fmt::format_to(it, "{}: not whole and complete ({} bundle, format version {}):\n", bundle.path(),
@@ -57,8 +67,11 @@ void registerValidateCommand(CommandRegistry& registry) {
       .description =
           "Reads every frame and checks the checksums, that every event batch decodes, that\n"
           "the header comes first and the trailer last, that the trailer's counts match the\n"
-          "records in the file, and that the trailer says the recording is complete. Prints\n"
-          "one line when all is well, else the findings, one per line.",
+          "records in the file, and that the trailer says the recording is complete. In a\n"
+          "tensor bundle also its tensor frames: observations of sites that are not there,\n"
+          "ranges and replays outside their site's, observation columns of unequal length,\n"
+          "sites of kernels no kernel frame describes, and counters that disagree with the\n"
+          "frames. Prints one line when all is well, else the findings, one per line.",
       .arguments = {{"BUNDLE", kBundleArgumentHelp}},
       .options = {},
       .exit_codes =

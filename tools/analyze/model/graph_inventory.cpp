@@ -4,6 +4,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "model/kernel_names.h"
 #include "records/graph_records.h"
 #include "records/record_catalog.h"
 
@@ -107,9 +108,16 @@ std::vector<GraphInventory> collectGraphInventories(const Bundle& bundle) {
         break;
     }
   }
+  std::unordered_map<std::string, KernelName> readable;  // each name demangled once
   for (auto& g : graphs) {
     for (auto& k : g.kernels) {
-      if (auto n = names.find(k.function); n != names.end()) k.name = n->second;
+      const auto n = names.find(k.function);
+      if (n == names.end()) continue;
+      k.name = n->second;
+      auto [it, fresh] = readable.try_emplace(k.name);
+      if (fresh) it->second = kernelName(k.name);
+      k.demangled = it->second.demangled;
+      k.short_name = it->second.short_name;
     }
   }
   return graphs;

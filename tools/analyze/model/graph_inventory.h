@@ -26,7 +26,9 @@ struct GraphKernelNode {
   uint32_t kernel_index = 0;
   uint32_t node_index = 0;
   uint64_t function = 0;
-  std::string name;  // from the function's kernel_name record; empty if unknown
+  std::string name;  // from the function's kernel_name record (mangled); empty if unknown
+  std::string demangled;   // model/kernel_names.h; empty if unknown
+  std::string short_name;  // likewise
   bool from_kern = false;  // the handle is the node's CUkernel
   std::array<uint32_t, 3> grid{};
   std::array<uint32_t, 3> block{};

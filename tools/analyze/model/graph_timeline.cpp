@@ -125,6 +125,10 @@ GraphTimeline buildGraphTimeline(const Bundle& bundle) {
           if (launch.succeeded()) {
             TimelineExec& exec = execs[it->second];
             launch.replay = static_cast<uint32_t>(exec.launches.size());
+            launch.capture_replay = launch.replay;
+            if (exec.capture != kNoIndex) {
+              launch.capture_replay = static_cast<uint32_t>(captures[exec.capture].launches++);
+            }
             exec.launches.push_back(timeline.launches_.size());
           }
         } else if (launch.succeeded()) {

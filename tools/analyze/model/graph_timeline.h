@@ -43,6 +43,7 @@ struct TimelineCapture {
   uint64_t graph = 0;       // the end record's graph (0 when it failed or did not end)
   std::optional<uint64_t> graph_destroyed;  // sequence of cuGraphDestroy
   std::vector<size_t> execs;  // GraphTimeline::execs() instantiated from its graph
+  uint64_t launches = 0;      // successful launches of those execs
   bool failed() const { return ended && end_result != 0; }
 };
 
@@ -69,6 +70,11 @@ struct TimelineLaunch {
   // Successful launches of the same exec before this one: the replay index
   // (0: the first replay). Meaningful for successful launches only.
   uint32_t replay = 0;
+  // Successful launches of any exec of the same capture before this one:
+  // what a captured node counts (docs/tensor.md: execs instantiated from one
+  // capture share their probes), so the exec of the observations this
+  // launch made. Equal to `replay` when the capture has one exec.
+  uint32_t capture_replay = 0;
   bool succeeded() const { return result == 0; }
 };
 

@@ -13,7 +13,7 @@ std::string hexText(uint64_t value) { return fmt::format("0x{:x}", value); }
 
 }  // namespace
 
-void appendGraphsText(const std::vector<GraphInventory>& graphs, size_t max_kernels,
+void appendGraphsText(const std::vector<GraphInventory>& graphs, size_t max_kernels, bool verbose,
                       std::string* out) {
   if (graphs.empty()) return;
   auto it = std::back_inserter(*out);
@@ -30,12 +30,19 @@ void appendGraphsText(const std::vector<GraphInventory>& graphs, size_t max_kern
     if (g.truncated) {
       fmt::format_to(it, "    truncated: the first {} nodes were examined\n", g.examined);
     }
-    if (!g.kernels.empty()) {
+    if (!g.kernels.empty() && verbose) {
+      fmt::format_to(it, "    kernels ({}):\n", g.kernels.size());
+      for (const auto& kernel : g.kernels) {
+        fmt::format_to(it, "      #{:<3} {}\n", kernel.kernel_index,
+                       kernel.short_name.empty() ? hexText(kernel.function) : kernel.short_name);
+        if (!kernel.name.empty()) fmt::format_to(it, "           {}\n", kernel.name);
+      }
+    } else if (!g.kernels.empty()) {
       std::string list;
       for (size_t k = 0; k < g.kernels.size() && k < max_kernels; ++k) {
         const auto& kernel = g.kernels[k];
         list += fmt::format("{}{}", k == 0 ? "" : ", ",
-                            kernel.name.empty() ? hexText(kernel.function) : kernel.name);
+                            kernel.short_name.empty() ? hexText(kernel.function) : kernel.short_name);
       }
       if (g.kernels.size() > max_kernels) {
         list += fmt::format(", ... ({} more)", g.kernels.size() - max_kernels);
@@ -80,6 +87,8 @@ void writeGraphsJson(const std::vector<GraphInventory>& graphs, JsonWriter& json
       json.key("node_index").value(k.node_index);
       json.key("function").value(k.function);
       json.key("name").value(k.name);
+      json.key("demangled").value(k.demangled);
+      json.key("short_name").value(k.short_name);
       json.key("handle_kind").value(k.from_kern ? "kernel" : "function");
       json.key("grid").beginArray();
       for (uint32_t d : k.grid) json.value(d);

@@ -8,6 +8,7 @@
 #include "report/format.h"
 #include "report/graph_report.h"
 #include "report/json_writer.h"
+#include "report/tensor_info_report.h"
 
 namespace tcgd::analyze {
 namespace {
@@ -167,11 +168,20 @@ void writeInfoJson(const Bundle& bundle, const InfoCounts& counts, std::string* 
   json.key("problems").array(bundle.problems());
   json.key("graphs");
   writeGraphsJson(counts.graphs, json);
+  // Tensor bundles only (docs/cli.md).
+  if (counts.tensor) {
+    json.key("tensor");
+    writeTensorInfoJson(*counts.tensor, json);
+  }
+  if (counts.graph_runs) {
+    json.key("graph_runs");
+    writeGraphRunsJson(*counts.graph_runs, json);
+  }
   json.endObject();
   out->push_back('\n');
 }
 
-void appendInfoText(const Bundle& bundle, const InfoCounts& counts, std::string* out) {
+void appendInfoText(const Bundle& bundle, const InfoCounts& counts, bool verbose, std::string* out) {
   auto it = std::back_inserter(*out);
   const bundle::Header& header = bundle.header();
   const bundle::Provenance& provenance = bundle.provenance();
@@ -259,10 +269,15 @@ void appendInfoText(const Bundle& bundle, const InfoCounts& counts, std::string*
     for (const auto& [name, records] : counts.per_type) rows.push_back({name, std::to_string(records)});
     appendRows(rows, out);
   }
-  appendGraphsText(counts.graphs, kTextKernelNames, out);
-  if (!bundle.problems().empty()) {
+  appendGraphsText(counts.graphs, kTextKernelNames, verbose, out);
+  if (counts.tensor) appendTensorInfoText(*counts.tensor, verbose, out);
+  if (counts.graph_runs) appendGraphRunsText(*counts.graph_runs, out);
+  const std::vector<std::string> no_problems;
+  const std::vector<std::string>& tensor_problems = counts.tensor ? counts.tensor->problems : no_problems;
+  if (!bundle.problems().empty() || !tensor_problems.empty()) {
     out->append("Problems\n");
     for (const auto& problem : bundle.problems()) fmt::format_to(it, "  {}\n", problem);
+    for (const auto& problem : tensor_problems) fmt::format_to(it, "  {}\n", problem);
   }
 }
 

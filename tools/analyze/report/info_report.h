@@ -10,7 +10,8 @@
 
 namespace tcgd::analyze {
 
-void appendInfoText(const Bundle& bundle, const InfoCounts& counts, std::string* out);
+// `verbose`: kernels with their mangled names, every one.
+void appendInfoText(const Bundle& bundle, const InfoCounts& counts, bool verbose, std::string* out);
 // Appends the `info --json` object and a newline.
 void writeInfoJson(const Bundle& bundle, const InfoCounts& counts, std::string* out);
 

@@ -28,8 +28,11 @@ void appendHex(uint64_t value, std::string* out) {
   fmt::format_to(std::back_inserter(*out), "0x{:x}", value);
 }
 
-// Text values with spaces or quotes are quoted so a line splits cleanly.
-void appendTextString(std::string_view text, std::string* out) {
+const char* className(uint8_t cls) { return channel::recordClassName(cls); }
+
+}  // namespace
+
+void appendTextValue(std::string_view text, std::string* out) {
   const bool plain = !text.empty() && text.find_first_of(" \t\"\\=") == std::string_view::npos;
   if (plain) {
     out->append(text);
@@ -42,10 +45,6 @@ void appendTextString(std::string_view text, std::string* out) {
   }
   out->push_back('"');
 }
-
-const char* className(uint8_t cls) { return channel::recordClassName(cls); }
-
-}  // namespace
 
 bool RecordFormatter::isApiClass(std::string_view record_class) {
   return record_class == "driver_memory" || record_class == "host_memory" ||
@@ -139,7 +138,7 @@ void RecordFormatter::appendTextField(const FieldSpec& field, uint64_t word, std
     case FieldKind::kBlob: {
       std::string_view text;
       if (blobText(bits, &text)) {
-        appendTextString(text, out);
+        appendTextValue(text, out);
       } else {
         fmt::format_to(std::back_inserter(*out), "blob#{}", bits);
       }
@@ -148,7 +147,7 @@ void RecordFormatter::appendTextField(const FieldSpec& field, uint64_t word, std
     case FieldKind::kAddr: {
       const std::string_view name = moduleName(bits);
       if (!name.empty()) {
-        appendTextString(name, out);
+        appendTextValue(name, out);
       } else {
         appendHex(bits, out);
       }

@@ -13,6 +13,11 @@
 
 namespace tcgd::analyze {
 
+// A text value as dump writes it: as is, or in double quotes (with \\ and
+// \" escaped) when it is empty or holds a space, tab, quote, backslash or
+// '=', so a line splits cleanly into key=value pairs.
+void appendTextValue(std::string_view text, std::string* out);
+
 class RecordFormatter {
  public:
   explicit RecordFormatter(const Bundle& bundle);
