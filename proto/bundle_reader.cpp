@@ -54,19 +54,35 @@ void BundleReader::refreshFileSize() {
 }
 
 BundleReader::Next BundleReader::next(bundle::Frame* frame) {
+  const uint64_t start = offset_;
+  std::string_view payload;
+  const Next result = nextPayload(&payload);
+  if (result != Next::kFrame) return result;
+  // Both checksums passed, so a parse failure means the writer produced bytes
+  // that are not a Frame: a bug, but still a stop, never a crash. The stop is
+  // at this frame, as for every other bad frame.
+  if (!frame->ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+    offset_ = start;
+    --frames_read_;
+    return stop(Next::kCorrupt, "the frame payload is not a valid tcgd.bundle.Frame");
+  }
+  return Next::kFrame;
+}
+
+BundleReader::Next BundleReader::nextPayload(std::string_view* payload) {
   if (stopped_ != Next::kFrame) return stopped_;
   // Every version this build reads is dispatched here; open() refused the
   // rest. Version 2 will add a case and keep this one.
   switch (file_header_.version) {
     case 1:
-      return nextV1(frame);
+      return nextV1(payload);
     default:
       return stop(Next::kCorrupt, "format version " + std::to_string(file_header_.version) +
                                       " has no frame reader");
   }
 }
 
-BundleReader::Next BundleReader::nextV1(bundle::Frame* frame) {
+BundleReader::Next BundleReader::nextV1(std::string_view* payload) {
   char header_bytes[kFrameHeaderBytes];
   in_.read(header_bytes, sizeof(header_bytes));
   const auto got = static_cast<size_t>(in_.gcount());
@@ -120,10 +136,7 @@ BundleReader::Next BundleReader::nextV1(bundle::Frame* frame) {
   if (const FrameCheck payload_check = checkFramePayload(header, payload_);
       payload_check != FrameCheck::kOk)
     return stop(Next::kCorrupt, std::string(describeFrameCheck(payload_check)));
-  // Both checksums passed, so a parse failure means the writer produced bytes
-  // that are not a Frame: a bug, but still a stop, never a crash.
-  if (!frame->ParseFromArray(payload_.data(), static_cast<int>(payload_.size())))
-    return stop(Next::kCorrupt, "the frame payload is not a valid tcgd.bundle.Frame");
+  *payload = payload_;
   offset_ = frame_end;
   ++frames_read_;
   return Next::kFrame;

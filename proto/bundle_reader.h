@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <string_view>
 
 #include "channel/status.h"
 #include "format.h"
@@ -33,6 +34,11 @@ class BundleReader {
   // kFrame with body_case() == BODY_NOT_SET: skip it. Without a successful
   // open(), returns kCorrupt.
   Next next(bundle::Frame* frame);
+  // As next(), but hands out the checked payload (a serialized
+  // tcgd.bundle.Frame) instead of parsing it, for readers that decode some
+  // frames themselves (tcgd-analyze's tensor loader decodes observation
+  // batches column by column). The view is valid until the next call.
+  Next nextPayload(std::string_view* payload);
 
   // Byte offset of the frame that the next call to next() reads, or of the
   // bad frame after kTorn/kCorrupt.
@@ -47,7 +53,7 @@ class BundleReader {
  private:
   // One reader per frame layout; a future version adds nextV2() and keeps
   // this one for older files.
-  Next nextV1(bundle::Frame* frame);
+  Next nextV1(std::string_view* payload);
   Next stop(Next result, std::string reason);
   // Re-reads the file size (a bundle being written grows under us).
   void refreshFileSize();

@@ -1,0 +1,174 @@
+// The causes that the training scenarios do not plant, on runs written by
+// hand: nondeterministic, this kernel, inconclusive (and --strict), a
+// divergence followed upstream to where it began, scratch that both runs
+// overwrite before reading.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "run_builder.h"
+#include "tensor/analysis.h"
+
+namespace tcgd::analyze::testing {
+namespace {
+
+constexpr uint64_t kX = 0x1000, kY = 0x2000, kZ = 0x3000;
+
+// An eager run and a graph run of one step: copy(x); fill(y); k1(x -> y);
+// k2(y -> z), three times (the graph captures fill, k1 and k2 and copies x
+// before each replay). `hash` gives the fingerprint of (run, step, kernel,
+// range): run 0 eager, 1 graph; kernel -1 the copy, 0 fill, 1 k1, 2 k2.
+using HashOf = std::function<uint64_t(int run, uint32_t step, int kernel, uint32_t range)>;
+
+struct Kernels {
+  uint32_t copy, fill, k1, k2;
+};
+
+Kernels kernels(RunBuilder& b) {
+  return {b.kernel("memcpy HtoD"), b.kernel("memset D32"), b.kernel("_Z2k1PKfPf", 2), b.kernel("_Z2k2PKfPf", 2)};
+}
+
+TensorRun eagerRun(const HashOf& hash) {
+  RunBuilder b;
+  const Kernels k = kernels(b);
+  for (uint32_t step = 0; step < 3; ++step) {
+    const uint32_t c = b.site(k.copy, {{kX}}, 0, LaunchKind::kCopy);
+    b.observe(c, 0, 0, hash(0, step, -1, 0));
+    const uint32_t f = b.site(k.fill, {{kY}}, 0, LaunchKind::kSet);
+    b.observe(f, 0, 0, hash(0, step, 0, 0));
+    const uint32_t a = b.site(k.k1, {{kX}, {kY}});
+    b.observe(a, 0, 0, hash(0, step, 1, 0));
+    b.observe(a, 0, 1, hash(0, step, 1, 1));
+    const uint32_t z = b.site(k.k2, {{kY}, {kZ}});
+    b.observe(z, 0, 0, hash(0, step, 2, 0));
+    b.observe(z, 0, 1, hash(0, step, 2, 1));
+  }
+  return b.build();
+}
+
+TensorRun graphRun(const HashOf& hash) {
+  RunBuilder b;
+  const Kernels k = kernels(b);
+  b.beginCapture(0);
+  const uint32_t f = b.site(k.fill, {{kY}}, 1, LaunchKind::kSet);
+  const uint32_t a = b.site(k.k1, {{kX}, {kY}}, 1);
+  const uint32_t z = b.site(k.k2, {{kY}, {kZ}}, 1);
+  b.endCapture(0);
+  for (uint32_t step = 0; step < 3; ++step) {
+    const uint32_t c = b.site(k.copy, {{kX}}, 0, LaunchKind::kCopy);
+    b.observe(c, 0, 0, hash(1, step, -1, 0));
+    b.replay(0);
+    b.observe(f, step, 0, hash(1, step, 0, 0));
+    b.observe(a, step, 0, hash(1, step, 1, 0));
+    b.observe(a, step, 1, hash(1, step, 1, 1));
+    b.observe(z, step, 0, hash(1, step, 2, 0));
+    b.observe(z, step, 1, hash(1, step, 2, 1));
+  }
+  return b.build();
+}
+
+// What a correct program gives: x copied in, y zeroed then computed from
+// x, z from y.
+uint64_t same(int, uint32_t step, int kernel, uint32_t range) {
+  if (kernel == -1) return 10 + step;  // x
+  if (kernel == 0) return 0;           // y zeroed
+  if (kernel == 1) return range == 0 ? 10 + step : 20 + step;
+  return range == 0 ? 20 + step : 30 + step;
+}
+
+RunComparison compare(const HashOf& hash, AnalysisOptions options = {}) {
+  return compareLoadedRuns(eagerRun(hash), graphRun(hash), options);
+}
+
+TEST(Divergence, EqualRunsDoNotDiverge) {
+  const RunComparison c = compare(same);
+  EXPECT_FALSE(c.scan.first.has_value());
+  EXPECT_EQ(c.scan.different, 0u);
+  EXPECT_EQ(c.alignment.steps.size(), 3u);
+}
+
+TEST(Divergence, ThisKernel) {
+  // The graph's k1 computes another y at every replay (always the same one).
+  const RunComparison c = compare([](int run, uint32_t step, int kernel, uint32_t range) {
+    if (run == 1 && kernel == 1 && range == 1) return uint64_t{99};
+    if (run == 1 && kernel == 2 && range == 0) return uint64_t{99};
+    return same(run, step, kernel, range);
+  });
+  ASSERT_TRUE(c.scan.first.has_value());
+  EXPECT_EQ(c.scan.first->cause, Cause::kThisKernel);
+  EXPECT_EQ(c.keys->shortName(c.keys->launchKeys(0)[c.alignment.pairs[c.scan.first->pair].reference]), "k1");
+  // What follows is upstream of it, followed back to k1.
+  ASSERT_FALSE(c.scan.next.empty());
+  const Divergence& next = c.scan.next.front();
+  EXPECT_EQ(next.cause, Cause::kUpstream);
+  ASSERT_FALSE(next.chain.empty());
+  EXPECT_EQ(next.chain.back(), c.scan.first->pair);
+  EXPECT_EQ(next.root_cause, Cause::kThisKernel);
+}
+
+TEST(Divergence, NondeterministicAcrossReplaysWithEqualInputs) {
+  // The same x every step, y zeroed before k1 every replay, and the graph's
+  // k1 still writes another y at each replay.
+  const RunComparison c = compare([](int run, uint32_t step, int kernel, uint32_t range) -> uint64_t {
+    if (kernel == -1 || (kernel == 1 && range == 0)) return 10;
+    if (kernel == 1 && range == 1) return run == 1 ? 50 + step : 20;
+    if (kernel == 2) return range == 0 ? (run == 1 ? 50 + step : 20) : (run == 1 ? 60 + step : 30);
+    return same(run, step, kernel, range);
+  });
+  ASSERT_TRUE(c.scan.first.has_value());
+  EXPECT_EQ(c.scan.first->cause, Cause::kNondeterministic);
+  EXPECT_EQ(c.scan.first->nondeterministic_side, 1);
+}
+
+TEST(Divergence, InconclusiveUnlessStrict) {
+  // Hashes differ, statistics equal: the fingerprints cannot tell.
+  const HashOf hash = [](int run, uint32_t step, int kernel, uint32_t range) {
+    if (run == 1 && kernel == 2 && range == 1) return uint64_t{777};
+    return same(run, step, kernel, range);
+  };
+  TensorRun eager = eagerRun(hash), graph = graphRun(hash);
+  const RunComparison loose = compareLoadedRuns(eagerRun(hash), graphRun(hash), {});
+  // RunBuilder derives min/max/sum from the hash, so these differ: make the
+  // bounds wide with a large rtol instead, which is what inconclusive means.
+  AnalysisOptions wide;
+  wide.divergence.metrics.rtol = 1e9;
+  const RunComparison c = compareLoadedRuns(std::move(eager), std::move(graph), wide);
+  EXPECT_FALSE(c.scan.first.has_value());
+  EXPECT_GT(c.scan.inconclusive, 0u);
+  EXPECT_NE(c.scan.first_inconclusive, kNone32);
+  EXPECT_TRUE(loose.scan.first.has_value());  // with the default tolerance the sums prove a difference
+  wide.divergence.strict = true;
+  const RunComparison strict = compareLoadedRuns(eagerRun(hash), graphRun(hash), wide);
+  ASSERT_TRUE(strict.scan.first.has_value());
+  EXPECT_EQ(strict.scan.first->cause, Cause::kInconclusive);
+}
+
+TEST(Divergence, ScratchOverwrittenWithEqualValuesIsNotADivergence) {
+  // k1's y differs, but the next write of y (the fill of the next step)
+  // makes both runs equal again before anything read it... except k2 reads
+  // it: so the scratch case is k2's z, rewritten by the next k2 equally.
+  const RunComparison c = compare([](int run, uint32_t step, int kernel, uint32_t range) {
+    if (run == 1 && step == 0 && kernel == 2 && range == 1) return uint64_t{4242};  // z at step 0 only
+    return same(run, step, kernel, range);
+  });
+  EXPECT_FALSE(c.scan.first.has_value()) << causeKey(c.scan.first->cause);
+  EXPECT_EQ(c.scan.scratch_only, 1u);
+  EXPECT_EQ(c.scan.different, 1u);
+}
+
+TEST(Divergence, IgnoredKernelsAreSetAside) {
+  AnalysisOptions options;
+  options.ignore_pattern = "^k1";
+  const RunComparison c = compare(
+      [](int run, uint32_t step, int kernel, uint32_t range) {
+        if (run == 1 && kernel == 1 && range == 1) return uint64_t{99};
+        if (run == 1 && kernel == 2) return uint64_t{98};
+        return same(run, step, kernel, range);
+      },
+      options);
+  EXPECT_FALSE(c.scan.first.has_value());
+  EXPECT_GT(c.scan.ignored, 0u);
+}
+
+}  // namespace
+}  // namespace tcgd::analyze::testing

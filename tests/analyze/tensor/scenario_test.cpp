@@ -1,0 +1,111 @@
+// The first-divergence analysis on the planted bugs (scenarios.h), eager run
+// against graph run, through the library: the right launch, step and cause
+// for each, and no divergence for the correct program.
+#include <gtest/gtest.h>
+
+#include "scenarios.h"
+#include "synthetic_bundle.h"
+#include "tensor/analysis.h"
+#include "tensor/tensor_load.h"
+
+namespace tcgd::analyze::testing {
+namespace {
+
+struct Outcome {
+  RunComparison comparison;
+  const Divergence* first = nullptr;
+  std::string reference_kernel, candidate_kernel;
+  int32_t reference_step = -9, candidate_step = -9;
+};
+
+Outcome analyse(const Scenario& scenario, const AnalysisOptions& options = {}) {
+  ScratchDir dir;
+  const RunFiles files = writeScenario(dir.file(""), scenario);
+  Outcome out;
+  out.comparison = compareRuns(files.eager, files.graph, options);
+  const auto& scan = out.comparison.scan;
+  if (!scan.first) return out;
+  out.first = &*scan.first;
+  const Alignment& a = out.comparison.alignment;
+  const LaunchPair& pair = a.pairs[out.first->pair];
+  const StepAlignment& step = a.stepOfPair(out.first->pair);
+  out.reference_step = step.reference_step;
+  out.candidate_step = step.candidate_step;
+  if (pair.reference != kNone32)
+    out.reference_kernel = out.comparison.reference->kernelOf(out.comparison.reference->launches()[pair.reference]).short_name;
+  if (pair.candidate != kNone32)
+    out.candidate_kernel = out.comparison.candidate->kernelOf(out.comparison.candidate->launches()[pair.candidate]).short_name;
+  return out;
+}
+
+TEST(TensorScenario, CorrectGraphedProgramHasNoDivergence) {
+  const Outcome o = analyse(Scenario{Bug::kNone});
+  EXPECT_FALSE(o.comparison.scan.first.has_value()) << causeKey(o.first->cause) << " at " << o.reference_kernel;
+  EXPECT_EQ(o.comparison.scan.different, 0u);
+  EXPECT_GT(o.comparison.scan.equal, 50u);
+  // Eager iterations 2.. pair with replays 0.. (the graph's two warm-up
+  // iterations are the eager run's first two).
+  EXPECT_EQ(o.comparison.alignment.pairing.offset, 2);
+  EXPECT_EQ(o.comparison.alignment.steps.size(), 5u);
+  EXPECT_EQ(o.comparison.alignment.missing, 0u);
+}
+
+TEST(TensorScenario, StaleStaticInput) {
+  const Outcome o = analyse(Scenario{Bug::kStaleInput});
+  ASSERT_NE(o.first, nullptr);
+  EXPECT_EQ(o.first->cause, Cause::kStaleInput);
+  EXPECT_EQ(o.reference_kernel, kGemm);
+  EXPECT_EQ(o.candidate_step, 0);
+  // The graph reads the last warm-up batch: what eager's gemm saw at its step 1.
+  EXPECT_EQ(o.first->value_of_step, 1);
+}
+
+TEST(TensorScenario, ScalarBakedAtCapture) {
+  const Outcome o = analyse(Scenario{Bug::kBakedScalar});
+  ASSERT_NE(o.first, nullptr);
+  EXPECT_EQ(o.first->cause, Cause::kScalarBaked);
+  EXPECT_EQ(o.reference_kernel, kSgd);
+  EXPECT_EQ(o.candidate_step, 1);  // the captured learning rate is right for replay 0
+  ASSERT_EQ(o.first->params.differing.size(), 1u);
+  EXPECT_EQ(o.first->params.differing[0].offset, 16u);
+}
+
+TEST(TensorScenario, BranchFrozenAtCapture) {
+  const Outcome o = analyse(Scenario{Bug::kFrozenBranch});
+  ASSERT_NE(o.first, nullptr);
+  EXPECT_EQ(o.first->cause, Cause::kControlFlow);
+  EXPECT_EQ(o.candidate_step, 2);
+}
+
+TEST(TensorScenario, PaddingRowsLeftUnwritten) {
+  const Outcome o = analyse(Scenario{Bug::kPaddingRows});
+  ASSERT_NE(o.first, nullptr);
+  EXPECT_EQ(o.first->cause, Cause::kMissingWrite);
+  EXPECT_EQ(o.reference_kernel, kPadRows);
+  EXPECT_EQ(o.candidate_step, 0);
+  const RangeCompare& arg = o.first->launch.ranges[o.first->argument];
+  const Fingerprint& graph = o.comparison.candidate->observations()[arg.candidate_obs];
+  EXPECT_EQ(graph.nan, 16u);
+  EXPECT_EQ(graph.first_nonfinite, 16);
+}
+
+TEST(TensorScenario, DropoutIsExpectedToDiffer) {
+  const Outcome o = analyse(Scenario{Bug::kDropout});
+  EXPECT_EQ(o.first, nullptr) << causeKey(o.first->cause) << " at " << o.reference_kernel;
+  ASSERT_EQ(o.comparison.scan.random.size(), 1u);
+  EXPECT_GT(o.comparison.scan.random[0].feeds_total, 0u);
+  EXPECT_GT(o.comparison.scan.explained_by_random, 0u);
+}
+
+TEST(TensorScenario, StepPointsPairTheSameWay) {
+  Scenario s{Bug::kBakedScalar};
+  s.step_points = true;
+  const Outcome o = analyse(s);
+  EXPECT_EQ(o.comparison.alignment.plans.reference.method, StepPlan::Method::kPoints);
+  ASSERT_NE(o.first, nullptr);
+  EXPECT_EQ(o.first->cause, Cause::kScalarBaked);
+  EXPECT_EQ(o.candidate_step, 1);
+}
+
+}  // namespace
+}  // namespace tcgd::analyze::testing

@@ -1,0 +1,14 @@
+// The verbs of the "tensor" group, registered by registerTensorCommands()
+// (commands/commands.h) in this order.
+#pragma once
+
+#include "cli/cli.h"
+
+namespace tcgd::analyze {
+
+void registerTensorSummaryCommand(CommandRegistry& registry);          // summary.cpp
+void registerTensorFirstDivergenceCommand(CommandRegistry& registry);  // first_divergence.cpp
+void registerTensorCompareRunsCommand(CommandRegistry& registry);      // compare_runs.cpp
+void registerTensorKernelsCommand(CommandRegistry& registry);          // kernels.cpp
+
+}  // namespace tcgd::analyze

@@ -1,0 +1,337 @@
+// The cause of one diverging pair of launches (divergence.h says what each
+// cause means and how it is decided).
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <string>
+#include <unordered_map>
+
+#include "tensor/divergence.h"
+#include "tensor/divergence_detail.h"
+
+namespace tcgd::analyze {
+
+namespace divergence_detail {
+
+bool definite(const FingerprintDiff& diff, bool strict) {
+  return diff.verdict == Verdict::kDifferent || (strict && diff.verdict == Verdict::kInconclusive);
+}
+
+bool unmatchedLaunch(const RunPair& runs, int side, uint32_t launch) {
+  if (launch == kNone32) return false;
+  const uint32_t pair = runs.alignment.pair_of[side][launch];
+  return pair != kNone32 && !runs.alignment.pairs[pair].both();
+}
+
+WriterInfo writerInfo(const RunPair& runs, int side, uint32_t launch) {
+  WriterInfo info;
+  info.launch = launch;
+  if (launch == kNone32) return info;
+  const StepPlan& plan = side == 0 ? runs.alignment.plans.reference : runs.alignment.plans.candidate;
+  info.step = plan.stepOf(launch);
+  info.pair = runs.alignment.pair_of[side][launch];
+  return info;
+}
+
+std::vector<size_t> explainingInputs(const RunPair& runs, const LaunchComparison& launch) {
+  std::vector<size_t> inputs;
+  const auto& pair_of = runs.alignment.pair_of;
+  for (size_t i = 0; i < launch.ranges.size(); ++i) {
+    const RangeCompare& rc = launch.ranges[i];
+    if (rc.reference_obs == kNone32 || rc.candidate_obs == kNone32) continue;
+    if (sameBytes(runs.reference.observations()[rc.reference_obs], runs.candidate.observations()[rc.candidate_obs]))
+      continue;
+    if (rc.role == RangeRole::kInput) {
+      inputs.push_back(i);
+      continue;
+    }
+    // Written here: its earlier state matters when it was the same data on
+    // both sides, or when one side's last write has no counterpart.
+    const uint32_t wr = rc.reference_writer, wc = rc.candidate_writer;
+    const bool same_data = wr != kNone32 && wc != kNone32 && pair_of[0][wr] != kNone32 &&
+                           pair_of[0][wr] == pair_of[1][wc] && rc.reference_before != kNone32 &&
+                           rc.candidate_before != kNone32 && rc.before.verdict != Verdict::kEqual;
+    if (same_data || unmatchedLaunch(runs, 0, wr) || unmatchedLaunch(runs, 1, wc)) inputs.push_back(i);
+  }
+  return inputs;
+}
+
+}  // namespace divergence_detail
+
+namespace {
+
+using namespace divergence_detail;
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// A set, or a kernel that fills (torch.zeros, fill_, zero_).
+bool fillsMemory(const RunPair& runs, int side, uint32_t launch) {
+  const TensorRun& run = runs.run(side);
+  const RunSite& site = run.site(run.launches()[launch].site);
+  if (site.kind == LaunchKind::kSet) return true;
+  const std::string name = lower(run.kernelOf(site).demangled);
+  return name.find("fill") != std::string::npos || name.find("zero") != std::string::npos;
+}
+
+bool inReplacement(const RunPair& runs, uint32_t pair, Replacement* found) {
+  if (pair == kNone32) return false;
+  for (const Replacement& r : runs.alignment.stepOfPair(pair).replacements) {
+    if (pair >= r.first_pair && pair < r.end_pair) {
+      *found = r;
+      return true;
+    }
+  }
+  return false;
+}
+
+uint32_t unmatchedKernels(const RunPair& runs, const StepAlignment& step) {
+  uint32_t n = 0;
+  for (uint32_t p = step.first_pair; p < step.end_pair; ++p) {
+    const LaunchPair& pair = runs.alignment.pairs[p];
+    if (pair.both()) continue;
+    const int side = pair.reference != kNone32 ? 0 : 1;
+    const uint32_t launch = side == 0 ? pair.reference : pair.candidate;
+    const TensorRun& run = runs.run(side);
+    if (!run.site(run.launches()[launch].site).isCopyOrSet()) ++n;
+  }
+  return n;
+}
+
+int64_t age(int32_t step, const WriterInfo& writer) {
+  if (writer.launch == kNone32 || writer.step == -2) return INT64_MAX;
+  return static_cast<int64_t>(step) - writer.step;
+}
+
+int32_t stepOfLaunch(const RunPair& runs, int side, uint32_t launch) {
+  const StepPlan& plan = side == 0 ? runs.alignment.plans.reference : runs.alignment.plans.candidate;
+  return plan.stepOf(launch);
+}
+
+constexpr int32_t kNoStep = INT32_MIN;
+
+// The latest earlier launch of the reference's kernel (the same kernel, the
+// same argument) that saw the bytes the candidate read: its step, or kNoStep.
+int32_t counterpartStepWithValue(const RunPair& runs, uint32_t reference_launch, const RangeCompare& rc,
+                                 const Fingerprint& value) {
+  const TensorRun& run = runs.reference;
+  const uint32_t key = runs.keyOf(0, reference_launch);
+  for (uint32_t l = reference_launch; l-- > 0;) {
+    if (runs.keyOf(0, l) != key) continue;
+    const RunLaunch& launch = run.launches()[l];
+    const RunSite& site = run.site(launch.site);
+    for (uint32_t i = 0; i < site.range_count; ++i) {
+      const SiteRange& r = run.rangesOf(site)[i];
+      if (r.param != rc.param || (r.param >= 0 && r.offset != rc.offset)) continue;
+      const Fingerprint* seen = run.findObservation(launch.site, launch.exec, r.index);
+      if (seen != nullptr && sameBytes(*seen, value)) return stepOfLaunch(runs, 0, l);
+    }
+  }
+  return kNoStep;
+}
+
+// Two executions of the same work with equal inputs and different outputs:
+// the replays of one captured site, or the eager launches of one kernel.
+bool findNondeterminism(const RunPair& runs, int side, uint32_t launch_index, uint32_t out[2]) {
+  const TensorRun& run = runs.run(side);
+  const Dataflow& flow = runs.flow(side);
+  const RunLaunch& launch = run.launches()[launch_index];
+  const RunSite& site = run.site(launch.site);
+  struct Seen {
+    uint64_t after;
+    uint32_t launch;
+  };
+  std::unordered_map<uint64_t, Seen> by_inputs;
+  const auto check = [&](uint32_t site_index, uint32_t exec, uint32_t launch_of) {
+    const RunSite& s = run.site(site_index);
+    uint64_t before = 0x9e3779b97f4a7c15ull ^ s.params_blob, after = 0;
+    bool complete = true;
+    for (uint32_t i = 0; i < s.range_count && complete; ++i) {
+      const uint32_t o = run.find(site_index, exec, run.rangesOf(s)[i].index);
+      if (o == kNone32) {
+        complete = false;
+        break;
+      }
+      const uint32_t b = flow.before(o);
+      if (b == kNone32) {
+        complete = false;
+        break;
+      }
+      before = before * 0x100000001b3ull ^ run.observations()[b].hash ^ (uint64_t{i} << 56);
+      after = after * 0x100000001b3ull ^ run.observations()[o].hash;
+    }
+    if (!complete) return false;
+    const auto [it, fresh] = by_inputs.try_emplace(before, Seen{after, launch_of});
+    if (!fresh && it->second.after != after) {
+      out[0] = it->second.launch;
+      out[1] = launch_of;
+      return true;
+    }
+    return false;
+  };
+  constexpr uint32_t kMaxExecutions = 20000;
+  if (site.captured()) {
+    for (uint32_t e = 0; e < site.exec_count && e < kMaxExecutions; ++e) {
+      const uint32_t exec = site.exec_first + e;
+      const uint32_t o = site.range_count > 0 ? run.find(launch.site, exec, run.rangesOf(site)[0].index) : kNone32;
+      if (o != kNone32 && check(launch.site, exec, flow.launchOf(o))) return true;
+    }
+    return false;
+  }
+  const uint32_t key = runs.keyOf(side, launch_index);
+  uint32_t seen = 0;
+  for (uint32_t l = 0; l < run.launches().size() && seen < kMaxExecutions; ++l) {
+    if (runs.keyOf(side, l) != key) continue;
+    ++seen;
+    if (check(run.launches()[l].site, run.launches()[l].exec, l)) return true;
+  }
+  return false;
+}
+
+// The reference's value of a parameter word at each of its steps: the
+// launch of the same kernel with the same rank among its kind in the step.
+std::vector<std::pair<int32_t, uint64_t>> referenceValues(const RunPair& runs, uint32_t launch, const ScalarWord& word) {
+  std::vector<std::pair<int32_t, uint64_t>> values;
+  const TensorRun& run = runs.reference;
+  const StepPlan& plan = runs.alignment.plans.reference;
+  const int32_t step = plan.stepOf(launch);
+  if (step < 0) return values;
+  const uint32_t key = runs.keyOf(0, launch);
+  uint32_t rank = 0;
+  for (uint32_t l = plan.steps[static_cast<size_t>(step)].first_launch; l < launch; ++l)
+    rank += runs.keyOf(0, l) == key ? 1 : 0;
+  for (size_t s = 0; s < plan.steps.size() && values.size() < 64; ++s) {
+    uint32_t seen = 0;
+    for (uint32_t l = plan.steps[s].first_launch; l < plan.steps[s].end_launch; ++l) {
+      if (runs.keyOf(0, l) != key || seen++ != rank) continue;
+      values.emplace_back(static_cast<int32_t>(s),
+                          paramWord(run.params(run.site(run.launches()[l].site)), word.offset, word.size));
+      break;
+    }
+  }
+  return values;
+}
+
+}  // namespace
+
+Divergence classifyDivergence(const RunPair& runs, LaunchComparison launch, const DivergenceOptions& options,
+                              int depth) {
+  Divergence d;
+  d.pair = launch.pair;
+  const LaunchPair& pair = runs.alignment.pairs[launch.pair];
+  const int32_t step_r = stepOfLaunch(runs, 0, pair.reference);
+  const int32_t step_c = stepOfLaunch(runs, 1, pair.candidate);
+  const std::vector<size_t> inputs = explainingInputs(runs, launch);
+  d.launch = std::move(launch);
+  const auto set_writers = [&](size_t i) {
+    d.argument = static_cast<uint32_t>(i);
+    d.writers[0] = writerInfo(runs, 0, d.launch.ranges[i].reference_writer);
+    d.writers[1] = writerInfo(runs, 1, d.launch.ranges[i].candidate_writer);
+  };
+
+  if (!inputs.empty()) {
+    // An input already differed: why? Inputs the launch only read first.
+    size_t chosen = inputs.front();
+    for (const size_t i : inputs) {
+      if (d.launch.ranges[i].role == RangeRole::kInput) {
+        chosen = i;
+        break;
+      }
+    }
+    set_writers(chosen);
+    const WriterInfo& wr = d.writers[0];
+    const WriterInfo& wc = d.writers[1];
+    if (wr.pair != kNone32 && wr.pair == wc.pair) {
+      d.cause = Cause::kUpstream;
+      d.chain.push_back(wr.pair);
+      d.root_cause = Cause::kThisKernel;
+      if (depth < 16 && runs.alignment.pairs[wr.pair].both()) {
+        Divergence root =
+            classifyDivergence(runs, compareLaunches(runs, wr.pair, options.metrics, true), options, depth + 1);
+        d.chain.insert(d.chain.end(), root.chain.begin(), root.chain.end());
+        d.root_cause = root.cause == Cause::kUpstream ? root.root_cause : root.cause;
+      }
+      return d;
+    }
+    // Stale (an input only: the launch read it): the candidate read what
+    // the reference's same kernel saw at an earlier step, or, unless the
+    // reference's last write was a fill the candidate lacks (that is a
+    // missing write), its bytes were last written longer ago (in steps)
+    // than the reference's, or never.
+    const RangeCompare& rc = d.launch.ranges[chosen];
+    if (rc.role == RangeRole::kInput) {
+      const int32_t seen_at =
+          counterpartStepWithValue(runs, pair.reference, rc, runs.candidate.observations()[rc.candidate_obs]);
+      const bool missing_fill = unmatchedLaunch(runs, 0, wr.launch) && fillsMemory(runs, 0, wr.launch);
+      if ((seen_at != kNoStep && seen_at < step_r) ||
+          (!missing_fill && wr.launch != kNone32 && age(step_c, wc) > age(step_r, wr))) {
+        d.cause = Cause::kStaleInput;
+        d.value_of_step = seen_at == kNoStep ? -2 : seen_at;
+        return d;
+      }
+    }
+    const int side = unmatchedLaunch(runs, 0, wr.launch) ? 0 : (unmatchedLaunch(runs, 1, wc.launch) ? 1 : -1);
+    if (side >= 0) {
+      const WriterInfo& w = d.writers[side];
+      Replacement r;
+      if (inReplacement(runs, w.pair, &r)) {
+        d.cause = Cause::kControlFlow;
+        d.replacement = r;
+        return d;
+      }
+      const StepAlignment& here = runs.alignment.stepOfPair(w.pair);
+      const bool fills = fillsMemory(runs, side, w.launch);
+      const TensorRun& run = runs.run(side);
+      const bool copy = run.site(run.launches()[w.launch].site).kind == LaunchKind::kCopy;
+      if (!fills && !copy && unmatchedKernels(runs, here) > unmatchedKernels(runs, runs.alignment.steps.front())) {
+        d.cause = Cause::kControlFlow;
+        d.replacement = Replacement{w.pair, w.pair + 1};
+        return d;
+      }
+      d.cause = Cause::kMissingWrite;
+      return d;
+    }
+    d.cause = Cause::kUpstream;  // written outside what was compared, or by a launch nobody observed
+    d.root_cause = Cause::kUpstream;
+    return d;
+  }
+
+  // Nothing came in differing: the launch itself.
+  size_t chosen = 0;
+  bool found = false;
+  for (size_t i = 0; i < d.launch.ranges.size(); ++i) {
+    if (!definite(d.launch.ranges[i].after, options.strict)) continue;
+    if (!found || (d.launch.ranges[i].role == RangeRole::kOutput &&
+                   d.launch.ranges[chosen].role != RangeRole::kOutput)) {
+      chosen = i;
+      found = true;
+    }
+  }
+  if (found) set_writers(chosen);
+  const RunSite& sr = runs.reference.site(runs.reference.launches()[pair.reference].site);
+  const RunSite& sc = runs.candidate.site(runs.candidate.launches()[pair.candidate].site);
+  d.params = compareParams(runs.reference, sr, runs.candidate, sc);
+  if (!d.params.differing.empty()) {
+    d.cause = Cause::kScalarBaked;
+    d.reference_values = referenceValues(runs, pair.reference, d.params.differing.front());
+    return d;
+  }
+  if (findNondeterminism(runs, 1, pair.candidate, d.nondeterministic_launches)) {
+    d.cause = Cause::kNondeterministic;
+    d.nondeterministic_side = 1;
+    return d;
+  }
+  if (findNondeterminism(runs, 0, pair.reference, d.nondeterministic_launches)) {
+    d.cause = Cause::kNondeterministic;
+    d.nondeterministic_side = 0;
+    return d;
+  }
+  bool any_different = false;
+  for (const RangeCompare& rc : d.launch.ranges) any_different = any_different || rc.after.verdict == Verdict::kDifferent;
+  d.cause = any_different ? Cause::kThisKernel : Cause::kInconclusive;
+  return d;
+}
+
+}  // namespace tcgd::analyze

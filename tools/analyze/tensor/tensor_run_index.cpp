@@ -1,0 +1,292 @@
+// TensorRun's derived data: captures and their replays from the graph
+// records, the observation index, the launch list.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "tensor/tensor_run.h"
+
+namespace tcgd::analyze {
+
+void TensorRun::buildCaptures(const std::vector<GraphRecord>& records) {
+  // Ordinals count the process's successful stream captures in the order of
+  // their begin records (the agent numbers sites' `capture` that way).
+  // The probes' own capture records carry that ordinal and the graph; the
+  // driver's begin and end records are the fallback (a bundle without them
+  // numbers the same captures the same way unless records were dropped).
+  const bool probe_records = std::any_of(records.begin(), records.end(), [](const GraphRecord& r) {
+    return r.kind == GraphRecord::Kind::kProbeBegin;
+  });
+  std::unordered_map<uint64_t, uint32_t> open_by_stream;
+  std::unordered_map<uint64_t, uint32_t> capture_of_graph;  // the latest capture that made the graph
+  std::unordered_map<uint64_t, uint32_t> capture_of_exec;   // the latest instantiation of the exec
+  const auto capture_at = [&](uint64_t ordinal) -> GraphCapture& {
+    while (captures_.size() <= ordinal) {
+      GraphCapture c;
+      c.ordinal = static_cast<uint32_t>(captures_.size());
+      captures_.push_back(std::move(c));
+    }
+    return captures_[ordinal];
+  };
+  for (const GraphRecord& r : records) {
+    if (r.kind == GraphRecord::Kind::kProbeBegin) {
+      GraphCapture& c = capture_at(r.ordinal);
+      c.begin_sequence = r.sequence;
+      c.stream = r.stream;
+      c.capture_id = r.capture_id;
+      continue;
+    }
+    if (r.kind == GraphRecord::Kind::kProbeEnd) {
+      GraphCapture& c = capture_at(r.ordinal);
+      c.end_sequence = r.sequence;
+      c.ended = r.graph != 0;
+      c.graph = r.graph;
+      c.launches = r.launches;
+      if (r.graph != 0) capture_of_graph[r.graph] = c.ordinal;
+      continue;
+    }
+    if (r.result != 0) continue;
+    if (probe_records &&
+        (r.kind == GraphRecord::Kind::kBeginCapture || r.kind == GraphRecord::Kind::kEndCapture))
+      continue;
+    switch (r.kind) {
+      case GraphRecord::Kind::kProbeBegin:
+      case GraphRecord::Kind::kProbeEnd:
+        break;
+      case GraphRecord::Kind::kBeginCapture: {
+        GraphCapture c;
+        c.ordinal = static_cast<uint32_t>(captures_.size());
+        c.begin_sequence = r.sequence;
+        c.stream = r.stream;
+        c.graph = r.graph;
+        open_by_stream[r.stream] = c.ordinal;
+        captures_.push_back(std::move(c));
+        break;
+      }
+      case GraphRecord::Kind::kEndCapture: {
+        const auto it = open_by_stream.find(r.stream);
+        if (it == open_by_stream.end()) break;
+        GraphCapture& c = captures_[it->second];
+        c.end_sequence = r.sequence;
+        c.ended = true;
+        c.graph = r.graph;
+        capture_of_graph[r.graph] = c.ordinal;
+        open_by_stream.erase(it);
+        break;
+      }
+      case GraphRecord::Kind::kInstantiate: {
+        const auto it = capture_of_graph.find(r.graph);
+        if (it == capture_of_graph.end()) {
+          capture_of_exec.erase(r.exec);  // a graph built otherwise: its launches are not ours
+          break;
+        }
+        captures_[it->second].execs.push_back(r.exec);
+        capture_of_exec[r.exec] = it->second;
+        break;
+      }
+      case GraphRecord::Kind::kLaunch: {
+        const auto it = capture_of_exec.find(r.exec);
+        if (it == capture_of_exec.end()) break;
+        GraphCapture& c = captures_[it->second];
+        GraphReplay replay;
+        replay.sequence = r.sequence;
+        replay.time_ns = r.time_ns;
+        replay.exec = r.exec;
+        replay.stream = r.stream;
+        replay.capture = c.ordinal;
+        replay.index = static_cast<uint32_t>(c.replays.size());
+        c.replays.push_back(static_cast<uint32_t>(replays_.size()));
+        replays_.push_back(replay);
+        break;
+      }
+    }
+  }
+
+  // Sites of each capture, in node order; captures the records never began
+  // (records dropped) are made up so their sites still have a home.
+  uint32_t made_up = 0;
+  for (uint32_t s = 0; s < sites_.size(); ++s) {
+    const uint32_t capture = sites_[s].capture;
+    if (capture == 0) continue;
+    while (captures_.size() < capture) {
+      GraphCapture c;
+      c.ordinal = static_cast<uint32_t>(captures_.size());
+      c.begin_sequence = sites_[s].sequence;
+      captures_.push_back(std::move(c));
+      ++made_up;
+    }
+    captures_[capture - 1].sites.push_back(s);
+  }
+  if (made_up > 0) {
+    warnings_.push_back(fmt::format("{} capture(s) have sites but no begin-capture record (records dropped?)",
+                                    made_up));
+  }
+  for (GraphCapture& c : captures_) {
+    std::stable_sort(c.sites.begin(), c.sites.end(),
+                     [&](uint32_t a, uint32_t b) { return sites_[a].node < sites_[b].node; });
+  }
+
+  // Replays that observations prove but no launch record names: placed after
+  // the capture's last known replay (or its end), in replay order.
+  std::vector<uint32_t> max_exec(captures_.size(), 0);
+  std::vector<bool> observed(captures_.size(), false);
+  for (const RunSite& site : sites_) {
+    if (site.capture == 0 || site.exec_count == 0) continue;
+    max_exec[site.capture - 1] = std::max(max_exec[site.capture - 1], site.exec_first + site.exec_count - 1);
+    observed[site.capture - 1] = true;
+  }
+  bool synthesized = false;
+  for (GraphCapture& c : captures_) {
+    if (!observed[c.ordinal] || max_exec[c.ordinal] < c.replays.size()) continue;
+    const uint32_t missing = max_exec[c.ordinal] + 1 - static_cast<uint32_t>(c.replays.size());
+    uint64_t sequence = c.replays.empty() ? std::max(c.end_sequence, c.begin_sequence)
+                                          : replays_[c.replays.back()].sequence;
+    for (const uint32_t s : c.sites) sequence = std::max(sequence, sites_[s].sequence);
+    for (uint32_t k = 0; k < missing; ++k) {
+      GraphReplay replay;
+      replay.sequence = sequence;
+      replay.capture = c.ordinal;
+      replay.index = static_cast<uint32_t>(c.replays.size());
+      replay.synthetic = true;
+      c.replays.push_back(static_cast<uint32_t>(replays_.size()));
+      replays_.push_back(replay);
+    }
+    synthesized = true;
+    warnings_.push_back(fmt::format(
+        "capture {}: {} replay(s) are observed but have no graph-launch record; they are placed after "
+        "the last one known",
+        c.ordinal + 1, missing));
+  }
+  if (synthesized) {
+    // Keep replays_ in issue order; captures refer to them by index.
+    std::vector<uint32_t> order(replays_.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return replays_[a].sequence < replays_[b].sequence;
+    });
+    std::vector<uint32_t> new_index(order.size());
+    std::vector<GraphReplay> sorted;
+    sorted.reserve(order.size());
+    for (uint32_t i = 0; i < order.size(); ++i) {
+      new_index[order[i]] = i;
+      sorted.push_back(replays_[order[i]]);
+    }
+    replays_ = std::move(sorted);
+    for (GraphCapture& c : captures_) {
+      for (uint32_t& r : c.replays) r = new_index[r];
+    }
+  }
+}
+
+void TensorRun::indexObservations(std::vector<uint64_t> site_ids) {
+  // One pass over the rows: their sites resolved from ids (sites are
+  // numbered in the order they were made, usually densely, so the id is
+  // mostly an offset), and each site's execution window and range slots.
+  const bool by_id = !site_ids.empty();
+  bool dense = !sites_.empty();
+  for (size_t i = 0; by_id && dense && i < sites_.size(); ++i) dense = sites_[i].id == sites_[0].id + i;
+  std::unordered_map<uint64_t, uint32_t> index;
+  if (by_id && !dense) {
+    index.reserve(sites_.size());
+    for (uint32_t i = 0; i < sites_.size(); ++i) index.emplace(sites_[i].id, i);
+  }
+  const uint64_t first_id = sites_.empty() ? 0 : sites_[0].id;
+  std::vector<uint32_t> first(sites_.size(), kNone32), last(sites_.size(), 0), ranges(sites_.size(), 0);
+  for (uint32_t s = 0; s < sites_.size(); ++s) {
+    const RunSite& site = sites_[s];
+    for (uint32_t i = 0; i < site.range_count; ++i)
+      ranges[s] = std::max(ranges[s], ranges_[site.first_range + i].index + 1);
+  }
+  size_t kept = 0;
+  uint64_t last_id = ~uint64_t{0};
+  uint32_t last_index = kNone32;
+  for (size_t i = 0; i < observations_.size(); ++i) {
+    uint32_t s = observations_[i].site;
+    if (by_id) {
+      const uint64_t id = site_ids[i];
+      if (id != last_id) {
+        last_id = id;
+        if (dense) {
+          last_index = id >= first_id && id - first_id < sites_.size() ? static_cast<uint32_t>(id - first_id) : kNone32;
+        } else {
+          const auto it = index.find(id);
+          last_index = it == index.end() ? kNone32 : it->second;
+        }
+      }
+      s = last_index;
+    } else if (s >= sites_.size()) {
+      s = kNone32;
+    }
+    if (s == kNone32) continue;
+    Fingerprint& o = observations_[kept];
+    if (kept != i) o = observations_[i];
+    o.site = s;
+    ++kept;
+    first[s] = std::min(first[s], o.exec);
+    last[s] = std::max(last[s], o.exec);
+    ranges[s] = std::max<uint32_t>(ranges[s], o.range + 1u);
+  }
+  if (kept < observations_.size()) {
+    warnings_.push_back(fmt::format("{} observation(s) name a site the bundle does not describe; left out",
+                                    observations_.size() - kept));
+    observations_.resize(kept);
+  }
+  uint64_t total = 0;
+  for (uint32_t s = 0; s < sites_.size(); ++s) {
+    RunSite& site = sites_[s];
+    site.slots_per_exec = ranges[s];
+    site.exec_first = first[s] == kNone32 ? 0 : first[s];
+    site.exec_count = first[s] == kNone32 ? 0 : last[s] - first[s] + 1;
+    site.slot_base = static_cast<uint32_t>(total);
+    total += static_cast<uint64_t>(site.exec_count) * site.slots_per_exec;
+  }
+  if (total >= kNone32) throw std::length_error("too many observation slots in one bundle");
+  slot_count_ = total;
+}
+
+void TensorRun::buildSlots() {
+  slots_.assign(slot_count_, kNone32);
+  uint64_t duplicates = 0;
+  for (uint32_t i = 0; i < observations_.size(); ++i) {
+    const Fingerprint& o = observations_[i];
+    const RunSite& site = sites_[o.site];
+    uint32_t& slot = slots_[site.slot_base + (o.exec - site.exec_first) * site.slots_per_exec + o.range];
+    if (slot != kNone32) {
+      ++duplicates;
+      continue;
+    }
+    slot = i;
+  }
+  if (duplicates > 0) {
+    warnings_.push_back(fmt::format("{} observation(s) repeat a (site, replay, range) already seen; the first is used",
+                                    duplicates));
+  }
+}
+
+void TensorRun::buildLaunches() {
+  launches_.clear();
+  eager_launches_ = 0;
+  size_t replayed = 0;
+  for (const GraphCapture& c : captures_) replayed += c.replays.size() * c.sites.size();
+  launches_.reserve(sites_.size() + replayed);
+  // Eager sites are in sequence order already; a replay's launches all
+  // carry the replay's sequence and follow each other in node order. Merge.
+  size_t next_replay = 0;
+  const auto emit_replay = [&](uint32_t r) {
+    const GraphReplay& replay = replays_[r];
+    for (const uint32_t s : captures_[replay.capture].sites)
+      launches_.push_back(RunLaunch{replay.sequence, s, replay.index, r});
+  };
+  for (uint32_t s = 0; s < sites_.size(); ++s) {
+    const RunSite& site = sites_[s];
+    if (site.captured()) continue;
+    while (next_replay < replays_.size() && replays_[next_replay].sequence < site.sequence)
+      emit_replay(static_cast<uint32_t>(next_replay++));
+    launches_.push_back(RunLaunch{site.sequence, s, 0, kNone32});
+    ++eager_launches_;
+  }
+  while (next_replay < replays_.size()) emit_replay(static_cast<uint32_t>(next_replay++));
+}
+
+}  // namespace tcgd::analyze
