@@ -19,8 +19,9 @@
 namespace tcgd::analyze {
 
 // Names of random-number kernels (case-insensitive, anywhere in the
-// demangled name); --rng-kernels adds to them.
-inline constexpr const char* kRandomKernelPattern = "philox|curand|distribution|dropout|bernoulli|normal|uniform";
+// demangled name; "normal" but not "normalize"); --rng-kernels adds to them.
+inline constexpr const char* kRandomKernelPattern =
+    "philox|curand|distribution|dropout|bernoulli|normal([^i]|$)|uniform";
 
 struct AnalysisOptions {
   StepOptions steps;

@@ -1,0 +1,161 @@
+// The tensor verbs on bundles written as tcgd-recorder writes them
+// (tests/analyze/tensor_bundle_builder.h: the recorder's frame order, the
+// agent's records and schemas): an eager and a graph run whose graph
+// computes another value from its second replay on, a torn graph run, and
+// hash-only and incomplete observations.
+#include <gtest/gtest.h>
+
+#include "mini_json.h"
+#include "run_tool.h"
+#include "synthetic_bundle.h"
+#include "tensor_bundle_builder.h"
+
+namespace tcgd::analyze::testing {
+namespace {
+
+constexpr uint64_t kScale = 0x7f10, kAdd = 0x7f20, kSum = 0x7f30;
+const char* const kScaleName = "_ZN2at6native12scale_kernelIfEEvPKT_PS2_";
+const char* const kAddName = "_ZN2at6native10add_kernelIfEEvPKT_S4_PS2_";
+const char* const kSumName = "_ZN2at6native10sum_kernelIfEEvPKT_PS2_";
+
+std::vector<float> values(float base) {
+  std::vector<float> v(64);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = base + 0.25f * static_cast<float>(i);
+  return v;
+}
+
+// One step: y = scale(x); z = add(x, y); s = sum(z). `value` gives what a
+// range holds after the launch in step `step`.
+struct Step {
+  uint64_t x, y, z, s;
+};
+
+void declareKernels(TensorBundleBuilder& b) {
+  b.kernel(kScale, kScaleName);
+  b.kernel(kAdd, kAddName);
+  b.kernel(kSum, kSumName);
+}
+
+std::vector<uint64_t> stepLaunches(TensorBundleBuilder& b, const Step& a, bool captured) {
+  const auto launch = [&](uint64_t f, std::vector<RangeSpec> r) {
+    return captured ? b.capturedLaunch(f, std::move(r)) : b.eagerLaunch(f, std::move(r));
+  };
+  return {launch(kScale, {b.range(a.x, 256, kDtypeFloat32, 0), b.range(a.y, 256, kDtypeFloat32, 1)}),
+          launch(kAdd, {b.range(a.x, 256, kDtypeFloat32, 0), b.range(a.y, 256, kDtypeFloat32, 1),
+                        b.range(a.z, 256, kDtypeFloat32, 2)}),
+          launch(kSum, {b.range(a.z, 256, kDtypeFloat32, 0), b.range(a.s, 256, kDtypeFloat32, 1)})};
+}
+
+void observeStep(TensorBundleBuilder& b, const std::vector<uint64_t>& sites, uint32_t exec, float x, float z_shift) {
+  const auto stats = [](float base) { return ObservationStats::of(values(base)); };
+  b.observe(sites[0], exec, 0, stats(x));
+  b.observe(sites[0], exec, 1, stats(2 * x));
+  b.observe(sites[1], exec, 0, stats(x));
+  b.observe(sites[1], exec, 1, stats(2 * x));
+  b.observe(sites[1], exec, 2, stats(3 * x + z_shift));
+  b.observe(sites[2], exec, 0, stats(3 * x + z_shift));
+  b.observe(sites[2], exec, 1, stats(7 * x + z_shift));
+}
+
+std::string eagerBundle(const ScratchDir& dir) {
+  TensorBundleBuilder b;
+  b.run("eager");
+  declareKernels(b);
+  for (int step = 0; step < 4; ++step) {
+    b.point("step");
+    const uint64_t copy = b.eagerCopy(0x1000, 256, 0x9000);
+    b.observe(copy, 0, 0, ObservationStats::of(values(static_cast<float>(step))));
+    observeStep(b, stepLaunches(b, Step{0x1000, 0x2000, 0x3000, 0x4000}, false), 0, static_cast<float>(step), 0);
+  }
+  return b.write(dir.file("eager.tcgd-tensor")).path;
+}
+
+// The graph run: the same steps replayed, the add computing 1 more from
+// replay `wrong_from` on.
+TensorBundleBuilder graphBuilder(uint32_t wrong_from) {
+  TensorBundleBuilder b;
+  b.run("graph");
+  declareKernels(b);
+  b.captureBegin();
+  const std::vector<uint64_t> sites = stepLaunches(b, Step{0x11000, 0x12000, 0x13000, 0x14000}, true);
+  const uint64_t exec = b.instantiate(b.captureEnd());
+  for (uint32_t step = 0; step < 4; ++step) {
+    b.point("step");
+    const uint64_t copy = b.eagerCopy(0x11000, 256, 0x9000);
+    b.observe(copy, 0, 0, ObservationStats::of(values(static_cast<float>(step))));
+    const uint32_t replay = b.replay(exec);
+    observeStep(b, sites, replay, static_cast<float>(step), step >= wrong_from ? 1.0f : 0.0f);
+  }
+  return b;
+}
+
+TEST(TensorOnRecorderBundles, TheKernelThatComputesAnotherValue) {
+  ScratchDir dir;
+  const std::string eager = eagerBundle(dir);
+  const std::string graph = graphBuilder(1).write(dir.file("graph.tcgd-tensor")).path;
+  const ToolResult r = runAnalyze({"tensor", "first-divergence", eager, graph, "--json"});
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  const JsonValue j = parsed(r);
+  EXPECT_NE(j["runs"]["reference"]["step_method"].asString().find("at each point 'step'"), std::string::npos);
+  EXPECT_EQ(j["pairing"]["offset"].asI64(), 0);
+  const JsonValue& d = j["first_divergence"];
+  EXPECT_EQ(d["cause"].asString(), "this_kernel");
+  EXPECT_EQ(d["candidate_step"].asI64(), 1);
+  EXPECT_EQ(d["reference"]["kernel"].asString(), "add_kernel<float>");
+  EXPECT_EQ(d["candidate"]["node"].asU64(), 1u);
+  EXPECT_EQ(d["candidate"]["replay"].asU64(), 1u);
+  // The sum that reads z is upstream of it.
+  ASSERT_FALSE(j["next_divergences"].items.empty());
+  EXPECT_EQ(j["next_divergences"][0]["cause"].asString(), "upstream");
+  EXPECT_EQ(j["next_divergences"][0]["reference"]["kernel"].asString(), "sum_kernel<float>");
+  const ToolResult summary = runAnalyze({"tensor", "summary", graph, "--json"});
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  const JsonValue s = parsed(summary);
+  EXPECT_EQ(s["captures"][0]["replays"].asU64(), 4u);
+  EXPECT_EQ(s["launches"]["replayed"].asU64(), 12u);
+  EXPECT_EQ(s["sites"]["copies"].asU64(), 4u);
+}
+
+TEST(TensorOnRecorderBundles, ACorrectGraphAndATornOne) {
+  ScratchDir dir;
+  const std::string eager = eagerBundle(dir);
+  const std::string graph = graphBuilder(99).write(dir.file("graph.tcgd-tensor")).path;
+  EXPECT_EQ(runAnalyze({"tensor", "first-divergence", eager, graph}).exit_code, 0);
+  TensorBundleBuilder::WriteOptions torn;
+  torn.tear = TensorBundleBuilder::Tear{};
+  torn.observations_per_batch = 7;
+  const std::string cut = graphBuilder(99).write(dir.file("torn.tcgd-tensor"), torn).path;
+  const ToolResult r = runAnalyze({"tensor", "first-divergence", eager, cut, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("torn at byte"), std::string::npos) << r.err;
+  EXPECT_TRUE(parsed(r)["runs"]["candidate"]["torn"].asBool());
+}
+
+TEST(TensorOnRecorderBundles, HashOnlyAndIncompleteObservations) {
+  ScratchDir dir;
+  const auto build = [&](const std::string& name, uint64_t hash, bool incomplete) {
+    TensorBundleBuilder b;
+    b.run(name);
+    b.kernel(kScale, kScaleName, kFamilyKernel, 0);
+    for (int step = 0; step < 3; ++step) {
+      b.point("step");
+      const uint64_t site = b.eagerLaunch(kScale, {b.range(0x1000, 256, 0, 0)});
+      ObservationStats stats = ObservationStats::hashOnly(hash + static_cast<uint64_t>(step));
+      b.observe(site, 0, 0, incomplete ? stats.incomplete() : stats);
+    }
+    return b.write(dir.file(name + ".tcgd-tensor")).path;
+  };
+  const std::string a = build("a", 100, false), b = build("b", 200, false), c = build("c", 200, true);
+  // Unknown dtype: the bytes differ, so different (or inconclusive when told).
+  EXPECT_EQ(runAnalyze({"tensor", "first-divergence", a, b}).exit_code, 1);
+  const JsonValue told = parsed(runAnalyze({"tensor", "first-divergence", a, b, "--json", "--hash-only", "inconclusive"}));
+  EXPECT_EQ(told["result"].asString(), "match");
+  EXPECT_EQ(told["compared"]["inconclusive"].asU64(), 3u);
+  // Chunks missing on one side: inconclusive.
+  const JsonValue partial = parsed(runAnalyze({"tensor", "first-divergence", a, c, "--json"}));
+  EXPECT_EQ(partial["compared"]["inconclusive"].asU64(), 3u);
+  EXPECT_EQ(partial["result"].asString(), "match");
+}
+
+}  // namespace
+}  // namespace tcgd::analyze::testing
