@@ -99,6 +99,7 @@ add_custom_command(
           -I${PROJECT_SOURCE_DIR}
           -o ${_tcgd_fatbin} ${CMAKE_CURRENT_LIST_DIR}/fingerprint.cu
   DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fingerprint.cu ${CMAKE_CURRENT_LIST_DIR}/fingerprint_abi.h
+          ${CMAKE_CURRENT_LIST_DIR}/fingerprint_claim.h
   COMMENT "nvcc: the fingerprint kernel (${TCGD_FINGERPRINT_GENCODE})"
   VERBATIM)
 add_custom_target(tcgd_fingerprint_fatbin DEPENDS ${_tcgd_fatbin})

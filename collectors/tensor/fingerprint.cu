@@ -3,17 +3,30 @@
 // tensor.md, "Fingerprints", the prose). nvcc compiles it into the fatbin
 // that libtcgd.so embeds (collectors/tensor/fingerprint.cmake).
 //
-// One block of kFingerprintBlockThreads threads reduces one 256 KiB chunk.
-// The work is a stream of 16-byte loads: each thread takes vectors t,
-// t + 256, ... (coalesced), kUnroll of them in flight, and per vector adds
-// two word hashes (the ALU's main cost: two 64-bit multiplies each) and the
-// vector's elements. The order of the floating-point sums is the contract's,
-// so a chunk's partial is the same bits on every architecture and in the CPU
-// reference; every other figure is exact and order-free.
+// One block of kFingerprintBlockThreads threads reduces one 256 KiB chunk at
+// a time. The work is a stream of 16-byte loads: each thread takes vectors
+// t, t + 256, ... (coalesced), kUnroll of them in flight (half as many for
+// byte-sized integers), and per vector adds two word hashes (the ALU's main
+// cost: two 64-bit multiplies each) and the vector's elements. The order of
+// the floating-point sums is the contract's, so a chunk's partial is the
+// same bits on every architecture and in the CPU reference; every other
+// figure is exact and order-free.
+//
+// What a chunk costs besides its bytes is kept off the block's path: the
+// chunk's slot is claimed (two atomic additions, fingerprint_claim.h) by the
+// last warp while the others load; after one barrier, warp 0 alone finishes
+// the reduction and writes the slot (eight lanes, one 16-byte store each,
+// then the commit word with a system-scope release) while the other warps
+// start on the block's next chunk. Per chunk that is one __syncthreads; per
+// launch the execution count is one more, plus one atomic addition.
 #include <cuda_fp16.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "collectors/tensor/fingerprint_abi.h"
+#include "collectors/tensor/fingerprint_claim.h"
 
 namespace tcgd::tensor {
 namespace {
@@ -26,9 +39,21 @@ constexpr uint32_t kVectorBytes = 16;
 // H200's HBM busy.
 constexpr uint32_t kUnroll = 4;
 constexpr uint32_t kNone = 0xffffffffu;
+// The thread that claims slots and counts the execution: lane 0 of the last
+// warp, which holds no data of a chunk under 3.5 KiB (the common small
+// range), so its round trips overlap the others' loads.
+constexpr uint32_t kClaimer = kThreads - 32;
 static_assert(kThreads % 32 == 0 && kWarps == 8, "the contract's reduction order assumes 8 warps");
 static_assert(kChunkBytes % (kVectorBytes * kThreads) == 0, "a chunk is whole vector rounds");
 static_assert(kChunkBytes / kVectorBytes * 16 < kNone, "chunk-relative element indices fit 32 bits");
+static_assert(kChunkBytes / kThreads <= 1024, "a thread's integer sums stay far below 2^53");
+
+// The hash's constants (fingerprint_abi.h: wordHash), which hashWord below
+// steps through instead of multiplying j per word.
+constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ull;
+constexpr uint64_t kSalt = 0x5bd1e9955bd1e995ull;
+static_assert(fmix64(0x0123456789abcdefull ^ (12345 * kGolden) ^ kSalt) == wordHash(12345, 0x0123456789abcdefull),
+              "the contract's word hash");
 
 // ---- dtypes -------------------------------------------------------------
 // Per dtype: the element's bits, the type min/max are kept in (exact for the
@@ -36,7 +61,8 @@ static_assert(kChunkBytes / kVectorBytes * 16 < kNone, "chunk-relative element i
 // and for floats a test whether a vector holds any non-finite element, done
 // on its 32-bit words with one mask-add-mask (the exponent field of a lane
 // that is all ones carries into the lane's top bit, and no carry crosses a
-// lane). 16-bit floats also keep min/max two lanes at a time (kPacked).
+// lane). 16-bit floats also keep min, max and zero counts two lanes at a time
+// (kPacked).
 
 enum Kind : uint32_t { kFinite = 0, kNan = 1, kPosInf = 2, kNegInf = 3 };
 
@@ -59,6 +85,7 @@ struct Traits<Dtype::kUnknown> {  // hash only
   using Value = uint32_t;
   static constexpr bool kStats = false;
   static constexpr bool kFloat = false;
+  using IntSum = void;
   __device__ static Value value(Bits b) { return b; }
   __device__ static uint32_t kind(Bits) { return kFinite; }
   __device__ static uint32_t nonFinite(const uint4&) { return 0; }
@@ -71,6 +98,7 @@ struct FloatTraits {
   using Value = V;
   static constexpr bool kStats = true;
   static constexpr bool kFloat = true;
+  using IntSum = void;
 };
 
 // Two 16-bit floats per word, min/max with one instruction (sm_80 and later).
@@ -180,32 +208,52 @@ struct Traits<Dtype::kFloat8E5M2> : FloatTraits<uint8_t, float> {
   }
 };
 
-// Integers: min/max in the widest exact integer type.
-template <typename B, typename V>
+// Integers: min/max in the widest exact integer type. IntSum (8- and 16-bit
+// integers): a thread's sum and its sum of squares are integers far below
+// 2^53 (a thread holds at most 1024 elements of a chunk), so every double
+// addition of the contract is exact, and the integer sums (the sum in Value,
+// the squares in IntSum) converted at the end are the same doubles bit for
+// bit; wider integers add doubles as the contract spells it.
+template <typename B, typename V, typename S = void>
 struct IntTraits {
   using Bits = B;
   using Value = V;
   static constexpr bool kStats = true;
   static constexpr bool kFloat = false;
+  using IntSum = S;
   __device__ static Value value(Bits b) { return static_cast<Value>(b); }
   __device__ static uint32_t kind(Bits) { return kFinite; }
   __device__ static uint32_t nonFinite(const uint4&) { return 0; }
 };
-template <> struct Traits<Dtype::kInt8> : IntTraits<int8_t, int32_t> {};
-template <> struct Traits<Dtype::kUInt8> : IntTraits<uint8_t, uint32_t> {};
-template <> struct Traits<Dtype::kInt16> : IntTraits<int16_t, int32_t> {};
-template <> struct Traits<Dtype::kUInt16> : IntTraits<uint16_t, uint32_t> {};
+template <> struct Traits<Dtype::kInt8> : IntTraits<int8_t, int32_t, int32_t> {};
+template <> struct Traits<Dtype::kUInt8> : IntTraits<uint8_t, uint32_t, uint32_t> {};
+template <> struct Traits<Dtype::kInt16> : IntTraits<int16_t, int32_t, int64_t> {};
+template <> struct Traits<Dtype::kUInt16> : IntTraits<uint16_t, uint32_t, uint64_t> {};
 template <> struct Traits<Dtype::kInt32> : IntTraits<int32_t, int32_t> {};
 template <> struct Traits<Dtype::kUInt32> : IntTraits<uint32_t, uint32_t> {};
 template <> struct Traits<Dtype::kInt64> : IntTraits<int64_t, int64_t> {};
 template <> struct Traits<Dtype::kUInt64> : IntTraits<uint64_t, uint64_t> {};
 template <>
-struct Traits<Dtype::kBool> : IntTraits<uint8_t, uint32_t> {
+struct Traits<Dtype::kBool> : IntTraits<uint8_t, uint32_t, uint32_t> {
   __device__ static Value value(Bits b) { return b != 0 ? 1u : 0u; }
 };
 
 template <Dtype D>
 constexpr bool kPacked = D == Dtype::kFloat16 || D == Dtype::kBFloat16;
+
+// Sixteen byte-sized integers a vector keep four vectors' worth of partial
+// figures beyond 64 registers: two in flight for them.
+template <Dtype D>
+constexpr uint32_t kUnrollOf =
+    D == Dtype::kInt8 || D == Dtype::kUInt8 || D == Dtype::kBool ? kUnroll / 2 : kUnroll;
+
+// x * x of every value is a double exactly (at most 24 significant bits
+// squared, far inside the exponent range), so the sum of squares may use a
+// fused multiply-add: rounding x * x + s once is rounding s + x * x, the
+// contract's two operations, bit for bit. Not so for float64.
+template <Dtype D>
+constexpr bool kExactSquare = D == Dtype::kFloat32 || D == Dtype::kFloat16 || D == Dtype::kBFloat16 ||
+                              D == Dtype::kFloat8E4M3 || D == Dtype::kFloat8E5M2;
 
 template <typename V>
 __device__ __forceinline__ V highestOf() {
@@ -225,10 +273,30 @@ __device__ __forceinline__ V greater(V a, V b) { return a < b ? b : a; }
 
 // ---- one thread's share of a chunk --------------------------------------
 
+// An element as a double: one conversion (a half through float would be two).
 template <Dtype D>
-struct Partial {
+__device__ __forceinline__ double toDouble(typename Traits<D>::Bits b) {
+  if constexpr (D == Dtype::kFloat16) {
+    double d;
+    asm("cvt.f64.f16 %0, %1;" : "=d"(d) : "h"(b));
+    return d;
+  } else {
+    return static_cast<double>(Traits<D>::value(b));
+  }
+}
+
+template <typename S>
+struct IntSums {  // IntSum dtypes: the sum of squares as an integer (see IntTraits)
+  S int_squares = 0;
+};
+template <>
+struct IntSums<void> {};
+
+template <Dtype D>
+struct Partial : IntSums<typename Traits<D>::IntSum> {
   using T = Traits<D>;
   using V = typename T::Value;
+  static constexpr bool kIntSum = !std::is_void_v<typename T::IntSum>;
   uint64_t hash = 0;
   uint32_t zero = 0;
   uint32_t nan = 0;
@@ -237,13 +305,15 @@ struct Partial {
   uint32_t first = kNone;  // chunk-relative index of the first non-finite element
   double sum = 0.0;
   double sum_squares = 0.0;
+  V int_sum = 0;  // kIntSum: the sum as an integer
   // The type's extremes for integers, +-Inf for floats: a thread without a
   // finite element then never decides the block's min or max, and a chunk
   // without one is set to +-Inf at the end.
   V minimum;
   V maximum;
-  uint32_t packed_min = 0;  // kPacked: two lanes of min and max, folded in by unpack()
+  uint32_t packed_min = 0;  // kPacked: two lanes of min and max, folded in by finish()
   uint32_t packed_max = 0;
+  uint32_t packed_zero = 0;  // kPacked: two lanes of zero counts, as f16 (exact up to 2048)
 
   __device__ Partial() {
     if constexpr (T::kFloat) {
@@ -260,33 +330,61 @@ struct Partial {
   }
 
   // The contract's order: each finite value added as a double, rounded at
-  // every step (the _rn intrinsics are never fused into an FMA). A zero
-  // compares equal to 0 whatever its sign.
-  template <bool kExtremes = true>
+  // every step (the _rn intrinsics are never contracted; the one fused
+  // multiply-add is exact where it is used, see kExactSquare). A zero
+  // compares equal to 0 whatever its sign. On the packed path (16-bit
+  // floats) zeros and extremes are kept a vector at a time instead.
+  template <bool kPackedPath = false>
   __device__ __forceinline__ void addFinite(typename T::Bits b) {
     const V v = T::value(b);
-    zero += v == V(0) ? 1u : 0u;
-    if constexpr (kExtremes) {
+    if constexpr (!kPackedPath) {
+      zero += v == V(0) ? 1u : 0u;
       minimum = lesser(minimum, v);
       maximum = greater(maximum, v);
     }
-    const double x = static_cast<double>(v);
-    sum = __dadd_rn(sum, x);
-    sum_squares = __dadd_rn(sum_squares, __dmul_rn(x, x));
+    if constexpr (kIntSum) {
+      using S = typename T::IntSum;
+      int_sum += v;
+      this->int_squares += static_cast<S>(v) * static_cast<S>(v);
+    } else {
+      const double x = toDouble<D>(b);
+      sum = __dadd_rn(sum, x);
+      if constexpr (kExactSquare<D>) {
+        sum_squares = __fma_rn(x, x, sum_squares);
+      } else {
+        sum_squares = __dadd_rn(sum_squares, __dmul_rn(x, x));
+      }
+    }
   }
-  // A vector of finite elements' min and max, two lanes per instruction.
-  __device__ __forceinline__ void addPackedExtremes(const uint4& v) {
+  // A vector of finite elements' min, max and zeros, two lanes per
+  // instruction. A lane is zero iff its bits compare equal to 0 as a half
+  // (no flush to zero): for a bfloat16 too, since its two zeros are the
+  // half's and its other patterns are nonzero halves or NaNs.
+  __device__ __forceinline__ void addPackedVector(const uint4& v) {
     if constexpr (kPacked<D>) {
       packed_min = T::packedMin(T::packedMin(packed_min, v.x), T::packedMin(v.y, v.z));
       packed_min = T::packedMin(packed_min, v.w);
       packed_max = T::packedMax(T::packedMax(packed_max, v.x), T::packedMax(v.y, v.z));
       packed_max = T::packedMax(packed_max, v.w);
+      const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (uint32_t w : words) {
+        asm("{\n\t.reg .b32 z;\n\tset.eq.f16x2.f16x2 z, %1, %2;\n\tadd.rn.f16x2 %0, %0, z;\n\t}"
+            : "+r"(packed_zero)
+            : "r"(w), "r"(0u));
+      }
     }
   }
-  __device__ void unpack() {
+  // Folds the packed figures and the integer sums into the plain fields.
+  __device__ void finish() {
     if constexpr (kPacked<D>) {
       minimum = lesser(minimum, lesser(T::value(packed_min & 0xffffu), T::value(packed_min >> 16)));
       maximum = greater(maximum, greater(T::value(packed_max & 0xffffu), T::value(packed_max >> 16)));
+      zero += static_cast<uint32_t>(halfBits(packed_zero & 0xffffu)) + static_cast<uint32_t>(halfBits(packed_zero >> 16));
+    }
+    if constexpr (kIntSum) {
+      sum = static_cast<double>(int_sum);
+      sum_squares = static_cast<double>(this->int_squares);
     }
   }
   __device__ __forceinline__ void addAny(typename T::Bits b, uint32_t index) {
@@ -315,23 +413,27 @@ __device__ __forceinline__ Bits laneOf(const uint4& v, uint32_t i) {
   }
 }
 
-// Vector q of the chunk: words `word`, `word` + 1 of the range, elements from
-// `element` (chunk-relative). A short vector (the range's last) has `valid`
-// bytes, the rest zero.
+// wordHash(j, w) of the contract with j * kGolden given (`jk`): the callers
+// step it by addition instead of multiplying per word.
+__device__ __forceinline__ uint64_t hashWord(uint64_t jk, uint64_t w) { return fmix64(w ^ jk ^ kSalt); }
+
+// A vector of the chunk: words j and j + 1 of the range (jk = j * kGolden),
+// elements from `element` (chunk-relative). A short vector (the range's last)
+// has `valid` bytes, the rest zero.
 template <Dtype D, bool kWhole>
-__device__ __forceinline__ void addVector(Partial<D>& a, const uint4& v, uint64_t word,
-                                          uint32_t element, uint32_t valid) {
+__device__ __forceinline__ void addVector(Partial<D>& a, const uint4& v, uint64_t jk, uint32_t element,
+                                          uint32_t valid) {
   using T = Traits<D>;
   using Bits = typename T::Bits;
-  a.hash += wordHash(word, static_cast<uint64_t>(v.y) << 32 | v.x);
-  if (kWhole || valid > 8) a.hash += wordHash(word + 1, static_cast<uint64_t>(v.w) << 32 | v.z);
+  a.hash += hashWord(jk, static_cast<uint64_t>(v.y) << 32 | v.x);
+  if (kWhole || valid > 8) a.hash += hashWord(jk + kGolden, static_cast<uint64_t>(v.w) << 32 | v.z);
   if constexpr (T::kStats) {
     constexpr uint32_t kLanes = kVectorBytes / sizeof(Bits);
     if (kWhole && T::nonFinite(v) == 0) {
       if constexpr (kPacked<D>) {
-        a.addPackedExtremes(v);
+        a.addPackedVector(v);
 #pragma unroll
-        for (uint32_t i = 0; i < kLanes; ++i) a.template addFinite<false>(laneOf<Bits>(v, i));
+        for (uint32_t i = 0; i < kLanes; ++i) a.template addFinite<true>(laneOf<Bits>(v, i));
       } else {
 #pragma unroll
         for (uint32_t i = 0; i < kLanes; ++i) a.addFinite(laneOf<Bits>(v, i));
@@ -391,28 +493,30 @@ struct UnalignedLoader {
 
 // This thread's vectors t, t + 256, ... of a chunk of `vectors` whole vectors
 // and a short one of `tail` bytes after them, in increasing order, `unroll`
-// loads in flight.
+// loads in flight. Vector q holds words first_word + 2q and one more, so j *
+// kGolden moves on by 2 * 256 * kGolden per vector of a thread.
 template <Dtype D, uint32_t kUnroll, typename Loader>
 __device__ __forceinline__ void scanChunk(Partial<D>& a, const Loader& load, const uint8_t* chunk,
                                           uint32_t vectors, uint32_t tail, uint64_t first_word) {
   constexpr uint32_t kElem = sizeof(typename Traits<D>::Bits);
+  constexpr uint64_t kStep = 2ull * kThreads * kGolden;  // wrapping, as j * kGolden does
   uint32_t q = threadIdx.x;
+  uint64_t jk = (first_word + 2 * q) * kGolden;
   for (; q + (kUnroll - 1) * kThreads < vectors; q += kUnroll * kThreads) {
     uint4 v[kUnroll];
 #pragma unroll
     for (uint32_t u = 0; u < kUnroll; ++u) v[u] = load(q + u * kThreads);
 #pragma unroll
     for (uint32_t u = 0; u < kUnroll; ++u) {
-      const uint32_t qu = q + u * kThreads;
-      addVector<D, true>(a, v[u], first_word + 2 * qu, qu * (kVectorBytes / kElem), kVectorBytes);
+      addVector<D, true>(a, v[u], jk + u * kStep, (q + u * kThreads) * (kVectorBytes / kElem), kVectorBytes);
     }
+    jk += kUnroll * kStep;
   }
-  for (; q < vectors; q += kThreads) {
-    addVector<D, true>(a, load(q), first_word + 2 * q, q * (kVectorBytes / kElem), kVectorBytes);
+  for (; q < vectors; q += kThreads, jk += kStep) {
+    addVector<D, true>(a, load(q), jk, q * (kVectorBytes / kElem), kVectorBytes);
   }
   if (tail != 0 && q == vectors) {  // the short vector is this thread's last
-    addVector<D, false>(a, loadBytes(chunk + q * kVectorBytes, tail), first_word + 2 * q,
-                        q * (kVectorBytes / kElem), tail);
+    addVector<D, false>(a, loadBytes(chunk + q * kVectorBytes, tail), jk, q * (kVectorBytes / kElem), tail);
   }
 }
 
@@ -442,67 +546,26 @@ __device__ __forceinline__ Totals shuffleDown(const Totals& t, uint32_t o) {
                 __shfl_down_sync(kAll, t.minimum, o),     __shfl_down_sync(kAll, t.maximum, o)};
 }
 
-// The block's totals, valid in thread 0. Ends with the block synchronized.
-__device__ __noinline__ Totals reduceBlock(Totals t) {
-  __shared__ Totals warp_totals[kWarps];
-  for (uint32_t o = 16; o > 0; o /= 2) t = combine(t, shuffleDown(t, o));
-  const uint32_t lane = threadIdx.x % 32;
-  const uint32_t warp = threadIdx.x / 32;
-  if (lane == 0) warp_totals[warp] = t;
-  __syncthreads();
-  if (warp == 0) {
-    t = warp_totals[lane < kWarps ? lane : 0];  // lanes >= 8 never reach lane 0's sum
-    for (uint32_t o = kWarps / 2; o > 0; o /= 2) t = combine(t, shuffleDown(t, o));
-  }
-  __syncthreads();
+// The lanes' totals combined as the contract orders it (o = from, ..., 1):
+// valid in lane 0.
+__device__ __noinline__ Totals reduceLanes(Totals t, uint32_t from) {
+  for (uint32_t o = from; o > 0; o /= 2) t = combine(t, shuffleDown(t, o));
   return t;
 }
 
+// What the block's threads share. The warps' totals and the chunk's claimed
+// sequence are double-buffered by the block's chunk count: warp 0 reads those
+// of chunk k after the barrier while the other warps already work on chunk
+// k + 1, and none can reach chunk k + 2 (the same buffer) before warp 0
+// reaches the barrier of chunk k + 1.
+struct BlockShared {
+  Totals warps[2][kWarps];
+  unsigned long long sequence[2];  // the chunk's claimed slot, or kDroppedSlot
+  alignas(16) ObservationSlot slot;  // warp 0's staging of the slot it writes
+  uint32_t exec;
+};
+
 // ---- the ring ---------------------------------------------------------------
-
-// Claims the next slot sequence, or returns false when the ring is full even
-// after re-reading the recorder's position (a read across the bus, so only
-// then). `known` is read before `claimed`: consumer <= claimed at any time,
-// so a sequence read later is never behind it; the difference is signed
-// because a stale sequence (another block claimed meanwhile) can be.
-__device__ bool claimSlot(ObservationRingDevice* ring, const ObservationRingHost* host,
-                          uint64_t capacity, unsigned long long* sequence) {
-  volatile ObservationRingDevice* vring = ring;
-  unsigned long long known = vring->known_consumer;
-  unsigned long long seq = vring->claimed;
-  for (;;) {
-    if (static_cast<long long>(seq - known) >= static_cast<long long>(capacity)) {
-      const unsigned long long consumer = host->consumer;
-      if (consumer > known) {
-        atomicMax(&ring->known_consumer, consumer);
-        known = consumer;
-      }
-      if (static_cast<long long>(seq - known) >= static_cast<long long>(capacity)) return false;
-    }
-    const unsigned long long prev = atomicCAS(&ring->claimed, seq, seq + 1);
-    if (prev == seq) {
-      *sequence = seq;
-      return true;
-    }
-    seq = prev;
-  }
-}
-
-// A drop: d = drops++, drop_marks[d % kDropMarks] = d + 1. Marks must only
-// grow (the recorder takes the largest as the drop count), and drop d + 256
-// could otherwise land before drop d in the same mark: so a drop first waits,
-// briefly, for its predecessor's mark. The predecessor took its number first
-// and is running, so the wait is short; it is bounded all the same, since the
-// GPU must never hang on the ring.
-__device__ void markDrop(ObservationRingDevice* ring, ObservationRingHost* host) {
-  const unsigned long long d = atomicAdd(&ring->drops, 1ull);
-  volatile uint64_t* mark = &host->drop_marks[d % kDropMarks];
-  if (d >= kDropMarks) {
-    for (uint32_t spin = 0; spin < 4096 && *mark < d + 1 - kDropMarks; ++spin) __nanosleep(256);
-  }
-  *mark = d + 1;
-  __threadfence_system();
-}
 
 // Where slots go: the launch's ring, copied out of the parameters (a
 // reference to the parameter block itself could make the compiler copy all
@@ -515,22 +578,46 @@ struct Sink {
   uint64_t capacity;
 };
 
-// Writes a slot: every field, then a system fence, then its commit word.
-__device__ void publish(const Sink& sink, const ObservationSlot& s) {
-  unsigned long long seq;
-  if (!claimSlot(sink.ring, sink.host, sink.capacity, &seq)) {
-    markDrop(sink.ring, sink.host);
-    return;
+// fingerprint_claim.h's memory operations on the GPU: the counters in device
+// memory (atomics at L2), the consumer position and the drop marks in mapped
+// host memory (volatile: each access crosses the bus).
+struct DeviceRing {
+  ObservationRingDevice* ring;
+  ObservationRingHost* host;
+  __device__ uint64_t knownConsumer() {
+    return *reinterpret_cast<volatile unsigned long long*>(&ring->known_consumer);
   }
+  __device__ uint64_t consumer() { return host->consumer; }
+  __device__ void raiseKnownConsumer(uint64_t c) { atomicMax(&ring->known_consumer, c); }
+  __device__ uint64_t addTaken(uint64_t n) { return atomicAdd(&ring->taken, n); }
+  __device__ uint64_t addClaimed() { return atomicAdd(&ring->claimed, 1ull); }
+  __device__ uint64_t addDrops() { return atomicAdd(&ring->drops, 1ull); }
+  __device__ uint64_t mark(uint32_t i) { return host->drop_marks[i]; }
+  __device__ void setMark(uint32_t i, uint64_t v) {
+    host->drop_marks[i] = v;
+    __threadfence_system();
+  }
+  __device__ void pause() { __nanosleep(256); }
+};
+
+// Warp 0 writes the slot staged in shared memory: lanes 0-6 one 16-byte
+// piece each, lane 7 the 8 bytes before the commit word; then, ordered after
+// all of them by the warp barrier and the release (which is cumulative), lane
+// 0 writes the commit word. The recorder's acquire load of it then sees
+// every field.
+__device__ __forceinline__ void writeSlot(const Sink& sink, const ObservationSlot& staged,
+                                          unsigned long long seq, uint32_t lane) {
+  static_assert(offsetof(ObservationSlot, first_nonfinite) == 112 && offsetof(ObservationSlot, commit) == 120);
   ObservationSlot* slot = sink.slots + (seq & (sink.capacity - 1));
-  static_assert(offsetof(ObservationSlot, commit) == 120 && alignof(ObservationSlot) == 8);
-  const uint4* from = reinterpret_cast<const uint4*>(&s);
-  uint4* to = reinterpret_cast<uint4*>(slot);
-#pragma unroll
-  for (int i = 0; i < 7; ++i) to[i] = from[i];
-  slot->first_nonfinite = s.first_nonfinite;
-  __threadfence_system();
-  *reinterpret_cast<volatile uint64_t*>(&slot->commit) = seq + 1;
+  if (lane < 7) {
+    reinterpret_cast<uint4*>(slot)[lane] = reinterpret_cast<const uint4*>(&staged)[lane];
+  } else if (lane == 7) {
+    slot->first_nonfinite = staged.first_nonfinite;
+  }
+  __syncwarp();
+  if (lane == 0) {
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(&slot->commit), "l"(seq + 1) : "memory");
+  }
 }
 
 // ---- a chunk ------------------------------------------------------------------
@@ -544,31 +631,12 @@ struct Chunk {
   uint32_t range;
 };
 
+// The chunk's totals into the slot's figures (by warp 0's lane 0).
 template <Dtype D>
-__device__ void fingerprintChunk(const Sink& sink, const Chunk& c, uint32_t exec) {
+__device__ void stageSlot(ObservationSlot& s, const Sink& sink, const Chunk& c, uint32_t exec, const Totals& t) {
   using T = Traits<D>;
   constexpr uint32_t kElem = sizeof(typename T::Bits);
-  Partial<D> a;
-  const uint32_t vectors = c.bytes / kVectorBytes;
-  const uint32_t tail = c.bytes % kVectorBytes;
-  const uint64_t first_word = c.offset / 8;
-  const uintptr_t address = reinterpret_cast<uintptr_t>(c.data);
-  if (address % kVectorBytes == 0) {
-    scanChunk<D, kUnroll>(a, AlignedLoader{reinterpret_cast<const uint4*>(c.data)}, c.data, vectors,
-                          tail, first_word);
-  } else {
-    const uint32_t align = static_cast<uint32_t>(address & (0 - address) & 15u);
-    // Rare (a view at an odd offset, a byte range): one load in flight keeps
-    // the code small; L1 serves the narrower loads' neighbours.
-    scanChunk<D, 1>(a, UnalignedLoader{c.data, align}, c.data, vectors, tail, first_word);
-  }
-  a.unpack();
-  const Totals t = reduceBlock(Totals{a.hash, a.zero, a.nan, a.pos_inf, a.neg_inf, a.first, a.sum,
-                                      a.sum_squares, static_cast<double>(a.minimum),
-                                      static_cast<double>(a.maximum)});
-  if (threadIdx.x != 0) return;
-
-  alignas(16) ObservationSlot s{};
+  s = ObservationSlot{};
   s.site = sink.site;
   s.exec = exec;
   s.range = c.range;
@@ -596,41 +664,87 @@ __device__ void fingerprintChunk(const Sink& sink, const Chunk& c, uint32_t exec
     s.sum_squares = t.sum_squares;
     if (t.first != kNone) s.first_nonfinite = c.offset / kElem + t.first;
   }
-  publish(sink, s);
 }
 
-__device__ void fingerprintChunk(const Sink& p, const Chunk& c, uint32_t dtype, uint32_t exec) {
+// The block's work on one chunk; `buf` is the block's chunk count mod 2. The
+// chunk's sequence is in sh.sequence[buf] by the barrier (the claimer wrote it
+// before scanning). Warps other than 0 return right after the barrier.
+template <Dtype D>
+__device__ void fingerprintChunk(const Sink& sink, const Chunk& c, uint32_t exec, BlockShared& sh,
+                                 uint32_t buf) {
+  Partial<D> a;
+  const uint32_t vectors = c.bytes / kVectorBytes;
+  const uint32_t tail = c.bytes % kVectorBytes;
+  const uint64_t first_word = c.offset / 8;
+  const uintptr_t address = reinterpret_cast<uintptr_t>(c.data);
+  if (address % kVectorBytes == 0) {
+    scanChunk<D, kUnrollOf<D>>(a, AlignedLoader{reinterpret_cast<const uint4*>(c.data)}, c.data, vectors,
+                               tail, first_word);
+  } else {
+    const uint32_t align = static_cast<uint32_t>(address & (0 - address) & 15u);
+    // Rare (a view at an odd offset, a byte range): one load in flight keeps
+    // the code small; L1 serves the narrower loads' neighbours.
+    scanChunk<D, 1>(a, UnalignedLoader{c.data, align}, c.data, vectors, tail, first_word);
+  }
+  a.finish();
+  Totals t = reduceLanes(Totals{a.hash, a.zero, a.nan, a.pos_inf, a.neg_inf, a.first, a.sum,
+                                a.sum_squares, static_cast<double>(a.minimum),
+                                static_cast<double>(a.maximum)},
+                         16);
+  const uint32_t lane = threadIdx.x % 32;
+  const uint32_t warp = threadIdx.x / 32;
+  if (lane == 0) sh.warps[buf][warp] = t;
+  __syncthreads();
+  if (warp != 0) return;
+  // Lanes >= 8 take warp 0's totals too; they never reach lane 0's sum.
+  t = reduceLanes(sh.warps[buf][lane < kWarps ? lane : 0], kWarps / 2);
+  const unsigned long long seq = sh.sequence[buf];
+  if (seq == kDroppedSlot) return;  // the claimer marked the drop
+  if (lane == 0) stageSlot<D>(sh.slot, sink, c, exec, t);
+  __syncwarp();
+  writeSlot(sink, sh.slot, seq, lane);
+}
+
+__device__ void fingerprintChunk(const Sink& p, const Chunk& c, uint32_t dtype, uint32_t exec,
+                                 BlockShared& sh, uint32_t buf) {
   switch (static_cast<Dtype>(dtype)) {
-    case Dtype::kFloat32: return fingerprintChunk<Dtype::kFloat32>(p, c, exec);
-    case Dtype::kFloat16: return fingerprintChunk<Dtype::kFloat16>(p, c, exec);
-    case Dtype::kBFloat16: return fingerprintChunk<Dtype::kBFloat16>(p, c, exec);
-    case Dtype::kFloat64: return fingerprintChunk<Dtype::kFloat64>(p, c, exec);
-    case Dtype::kInt8: return fingerprintChunk<Dtype::kInt8>(p, c, exec);
-    case Dtype::kUInt8: return fingerprintChunk<Dtype::kUInt8>(p, c, exec);
-    case Dtype::kInt16: return fingerprintChunk<Dtype::kInt16>(p, c, exec);
-    case Dtype::kInt32: return fingerprintChunk<Dtype::kInt32>(p, c, exec);
-    case Dtype::kInt64: return fingerprintChunk<Dtype::kInt64>(p, c, exec);
-    case Dtype::kBool: return fingerprintChunk<Dtype::kBool>(p, c, exec);
-    case Dtype::kFloat8E4M3: return fingerprintChunk<Dtype::kFloat8E4M3>(p, c, exec);
-    case Dtype::kFloat8E5M2: return fingerprintChunk<Dtype::kFloat8E5M2>(p, c, exec);
-    case Dtype::kUInt16: return fingerprintChunk<Dtype::kUInt16>(p, c, exec);
-    case Dtype::kUInt32: return fingerprintChunk<Dtype::kUInt32>(p, c, exec);
-    case Dtype::kUInt64: return fingerprintChunk<Dtype::kUInt64>(p, c, exec);
-    default: return fingerprintChunk<Dtype::kUnknown>(p, c, exec);  // kUnknown and beyond the enum
+    case Dtype::kFloat32: return fingerprintChunk<Dtype::kFloat32>(p, c, exec, sh, buf);
+    case Dtype::kFloat16: return fingerprintChunk<Dtype::kFloat16>(p, c, exec, sh, buf);
+    case Dtype::kBFloat16: return fingerprintChunk<Dtype::kBFloat16>(p, c, exec, sh, buf);
+    case Dtype::kFloat64: return fingerprintChunk<Dtype::kFloat64>(p, c, exec, sh, buf);
+    case Dtype::kInt8: return fingerprintChunk<Dtype::kInt8>(p, c, exec, sh, buf);
+    case Dtype::kUInt8: return fingerprintChunk<Dtype::kUInt8>(p, c, exec, sh, buf);
+    case Dtype::kInt16: return fingerprintChunk<Dtype::kInt16>(p, c, exec, sh, buf);
+    case Dtype::kInt32: return fingerprintChunk<Dtype::kInt32>(p, c, exec, sh, buf);
+    case Dtype::kInt64: return fingerprintChunk<Dtype::kInt64>(p, c, exec, sh, buf);
+    case Dtype::kBool: return fingerprintChunk<Dtype::kBool>(p, c, exec, sh, buf);
+    case Dtype::kFloat8E4M3: return fingerprintChunk<Dtype::kFloat8E4M3>(p, c, exec, sh, buf);
+    case Dtype::kFloat8E5M2: return fingerprintChunk<Dtype::kFloat8E5M2>(p, c, exec, sh, buf);
+    case Dtype::kUInt16: return fingerprintChunk<Dtype::kUInt16>(p, c, exec, sh, buf);
+    case Dtype::kUInt32: return fingerprintChunk<Dtype::kUInt32>(p, c, exec, sh, buf);
+    case Dtype::kUInt64: return fingerprintChunk<Dtype::kUInt64>(p, c, exec, sh, buf);
+    default: return fingerprintChunk<Dtype::kUnknown>(p, c, exec, sh, buf);  // kUnknown and beyond the enum
   }
 }
 
-// The execution count (SiteState): every block read `exec` before it gets
-// here; the last block to arrive resets `done` and moves `exec` on. The
-// fence orders this block's read of `exec` before its arrival.
-__device__ void countExecution(SiteState* state, uint32_t blocks) {
-  __syncthreads();
-  if (threadIdx.x != 0) return;
-  __threadfence();
+// The execution count (SiteState), by the claimer once the block is done
+// with its chunks: a block arrives after all its threads have the execution
+// index (the barrier after thread 0 read it; the release fence orders that
+// read before the arrival). The last of the launch's blocks to arrive resets
+// `done` and moves `exec` on: every block has read `exec` by then, and the
+// next execution starts only after this one ends. One block alone needs no
+// counting. Plain stores: nothing else touches the state meanwhile.
+__device__ void countExecution(SiteState* state, uint32_t exec, uint32_t blocks) {
+  volatile SiteState* v = state;
+  if (blocks == 1) {
+    v->exec = exec + 1;
+    return;
+  }
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
   if (atomicAdd(&state->done, 1u) == blocks - 1) {
-    atomicExch(&state->done, 0u);
-    __threadfence();
-    atomicAdd(&state->exec, 1u);
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    v->done = 0;
+    v->exec = exec + 1;
   }
 }
 
@@ -641,33 +755,42 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
     tcgd_fingerprint(tcgd::tensor::FingerprintParams p) {
   using namespace tcgd::tensor;
   if (blockDim.x != kThreads || blockDim.y != 1 || blockDim.z != 1) return;
-  __shared__ uint32_t exec_shared;
-  __shared__ int range_shared;
+  __shared__ BlockShared sh;
   auto* state = reinterpret_cast<SiteState*>(p.site_state);
   const uint32_t blocks = gridDim.x * gridDim.y * gridDim.z;
   const uint32_t block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-  if (threadIdx.x == 0) exec_shared = state != nullptr ? *reinterpret_cast<volatile uint32_t*>(&state->exec) : 0;
-  __syncthreads();
-  const uint32_t exec = exec_shared;
+  uint32_t exec = 0;
+  if (state != nullptr) {
+    if (threadIdx.x == 0) sh.exec = *reinterpret_cast<volatile uint32_t*>(&state->exec);
+    __syncthreads();
+    exec = sh.exec;
+  }
   const uint32_t range_count = min(p.range_count, kMaxRangesPerLaunch);
   const Sink sink{p.site, reinterpret_cast<ObservationSlot*>(p.slots),
                   reinterpret_cast<ObservationRingHost*>(p.ring_host),
                   reinterpret_cast<ObservationRingDevice*>(p.ring_device), p.capacity};
 
   if (exec >= p.replay_first && exec <= p.replay_last) {
+    uint32_t ri = 0;   // the range of the block's last chunk: the next one's is it or a later one
+    uint32_t buf = 0;  // the block's chunks so far, mod 2
     for (uint32_t c = block; c < p.total_chunks; c += blocks) {
-      // Which range holds chunk c: one thread per range looks.
-      if (threadIdx.x == 0) range_shared = -1;
-      __syncthreads();
-      if (threadIdx.x < range_count) {
-        const FingerprintRange& r = p.ranges[threadIdx.x];
-        if (c - r.first_chunk < r.chunks) range_shared = static_cast<int>(threadIdx.x);
+      // Which range holds chunk c: the same search in every thread (c is the
+      // block's), from the last one found, since the agent lays ranges out
+      // in chunk order; then from the first, for any other order.
+      uint32_t found = kNone;
+      for (uint32_t i = ri; i < range_count && found == kNone; ++i) {
+        if (c - p.ranges[i].first_chunk < p.ranges[i].chunks) found = i;
       }
-      __syncthreads();
-      const int ri = range_shared;
-      __syncthreads();  // everyone has read it before the next chunk resets it
-      if (ri < 0) continue;
+      for (uint32_t i = 0; i < ri && found == kNone; ++i) {
+        if (c - p.ranges[i].first_chunk < p.ranges[i].chunks) found = i;
+      }
+      if (found == kNone) continue;  // no range holds it: nothing to write
+      ri = found;
       const FingerprintRange& r = p.ranges[ri];
+      if (threadIdx.x == kClaimer) {
+        DeviceRing ring{sink.ring, sink.host};
+        sh.sequence[buf] = claimSlot(ring, sink.capacity);
+      }
       Chunk chunk;
       chunk.index = c - r.first_chunk;
       chunk.offset = uint64_t{chunk.index} * kChunkBytes;
@@ -676,8 +799,9 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
       chunk.data = reinterpret_cast<const uint8_t*>(r.ptr) + chunk.offset;
       chunk.chunks = r.chunks;
       chunk.range = r.index;
-      fingerprintChunk(sink, chunk, r.dtype, exec);
+      fingerprintChunk(sink, chunk, r.dtype, exec, sh, buf);
+      buf ^= 1;
     }
   }
-  if (state != nullptr) countExecution(state, blocks);
+  if (state != nullptr && threadIdx.x == kClaimer) countExecution(state, exec, blocks);
 }

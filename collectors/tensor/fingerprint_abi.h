@@ -138,9 +138,11 @@ static_assert(sizeof(FingerprintRange) == 32);
 
 // Per captured site, in device memory, zeroed before the capture uses it.
 // The kernel counts its own executions: every block reads `exec` when it
-// starts; the last block to finish (by `done`) resets `done` and increments
-// `exec`. Executions of one node are serialized (a graph exec never runs
-// concurrently with itself), so all blocks of one execution agree on it.
+// starts and, once it has, arrives by incrementing `done`; the last block to
+// arrive resets `done` and increments `exec` (a launch of one block just
+// increments `exec`). Executions of one node are serialized (a graph exec
+// never runs concurrently with itself), so all blocks of one execution agree
+// on it.
 struct SiteState {
   uint32_t exec;
   uint32_t done;
@@ -169,8 +171,10 @@ static_assert(sizeof(FingerprintParams) <= 4096);
 inline constexpr uint32_t kSlotHashOnly = 1;      // dtype unknown: hash and bytes only
 inline constexpr uint32_t kSlotSkippedReplay = 2; // reserved (never written today)
 
-// One chunk's partial fingerprint: 128 bytes, written by one thread; every
-// field first, then __threadfence_system(), then `commit`.
+// One chunk's partial fingerprint: 128 bytes, written by one warp: every
+// field first, then `commit` with a system-scope release that orders every
+// field's write before it (the recorder's acquire load of `commit` then sees
+// them all).
 struct ObservationSlot {
   uint64_t site;
   uint32_t exec;        // the site's execution index (its replay; 0 eager)
@@ -221,14 +225,18 @@ inline constexpr uint64_t kObservationRingMagic = 0x31474e4952544754ull;  // "TG
 inline constexpr uint64_t kObservationRingHeaderBytes = 4096;
 
 // Device side of one ring, in device memory (the agent allocates and zeroes
-// it). A slot is claimed by compare-and-swap on `claimed` only while
-// claimed - consumer < capacity, so every claimed slot is written and the
-// recorder never waits for a hole; a full ring drops the slot and marks it.
+// it). A slot is claimed with two atomic additions (collectors/tensor/
+// fingerprint_claim.h): `taken` reserves room, and the reservation stands only
+// while taken - consumer < capacity (else it is given back and the slot
+// dropped and marked); a standing one then takes its sequence from `claimed`.
+// So claimed - consumer <= capacity always, every claimed slot is written, and
+// the recorder never waits for a hole.
 struct ObservationRingDevice {
   unsigned long long claimed;         // next slot sequence
   unsigned long long known_consumer;  // the last ObservationRingHost::consumer read
   unsigned long long drops;           // slots dropped
-  unsigned long long reserved[5];
+  unsigned long long taken;           // room reserved (reservations standing or being given back)
+  unsigned long long reserved[4];
 };
 static_assert(sizeof(ObservationRingDevice) == 64);
 

@@ -11,6 +11,9 @@
 #include <cstddef>
 #include <cstring>
 #include <limits>
+#include <utility>
+
+#include "collectors/tensor/fingerprint_claim.h"
 
 namespace tcgd::tensor::reference {
 namespace {
@@ -206,26 +209,38 @@ std::vector<ObservationSlot> launchSlots(const FingerprintParams& params, uint32
   return out;
 }
 
+namespace {
+
+// fingerprint_claim.h's memory operations, one writer at a time: plain
+// accesses to the counters; the recorder's consumer position and the drop
+// marks with acquire and release, as another process shares them.
+struct SequentialRing {
+  ObservationRingDevice* ring;
+  ObservationRingHost* host;
+  uint64_t knownConsumer() const { return ring->known_consumer; }
+  uint64_t consumer() const { return __atomic_load_n(&host->consumer, __ATOMIC_ACQUIRE); }
+  void raiseKnownConsumer(uint64_t c) { ring->known_consumer = std::max<uint64_t>(ring->known_consumer, c); }
+  uint64_t addTaken(uint64_t n) { return std::exchange(ring->taken, ring->taken + n); }
+  uint64_t addClaimed() { return ring->claimed++; }
+  uint64_t addDrops() { return ring->drops++; }
+  uint64_t mark(uint32_t i) const { return __atomic_load_n(&host->drop_marks[i], __ATOMIC_ACQUIRE); }
+  void setMark(uint32_t i, uint64_t v) { __atomic_store_n(&host->drop_marks[i], v, __ATOMIC_RELEASE); }
+  void pause() {}
+};
+
+}  // namespace
+
 void execute(const FingerprintParams& params) {
   auto* state = reinterpret_cast<SiteState*>(static_cast<uintptr_t>(params.site_state));
   const uint32_t exec = state != nullptr ? __atomic_load_n(&state->exec, __ATOMIC_ACQUIRE) : 0;
-  auto* ring = reinterpret_cast<ObservationRingDevice*>(static_cast<uintptr_t>(params.ring_device));
-  auto* host = reinterpret_cast<ObservationRingHost*>(static_cast<uintptr_t>(params.ring_host));
+  SequentialRing ring{reinterpret_cast<ObservationRingDevice*>(static_cast<uintptr_t>(params.ring_device)),
+                      reinterpret_cast<ObservationRingHost*>(static_cast<uintptr_t>(params.ring_host))};
   auto* slots = reinterpret_cast<ObservationSlot*>(static_cast<uintptr_t>(params.slots));
   for (const ObservationSlot& partial : launchSlots(params, exec)) {
-    // Claim only while claimed - consumer < capacity, re-reading the
-    // recorder's position only when the ring looks full; otherwise drop.
-    const uint64_t seq = ring->claimed;
-    if (seq - ring->known_consumer >= params.capacity) {
-      const uint64_t consumer = __atomic_load_n(&host->consumer, __ATOMIC_ACQUIRE);
-      ring->known_consumer = std::max<uint64_t>(ring->known_consumer, consumer);
-    }
-    if (seq - ring->known_consumer >= params.capacity) {
-      const uint64_t d = ring->drops++;
-      __atomic_store_n(&host->drop_marks[d % kDropMarks], d + 1, __ATOMIC_RELEASE);
-      continue;
-    }
-    ring->claimed = seq + 1;
+    // The kernel's claim, one slot at a time (fingerprint_claim.h): a slot
+    // only within a lap of the recorder's position, else a drop.
+    const uint64_t seq = claimSlot(ring, params.capacity);
+    if (seq == kDroppedSlot) continue;
     ObservationSlot* slot = &slots[seq & (params.capacity - 1)];
     ObservationSlot copy = partial;
     copy.commit = 0;

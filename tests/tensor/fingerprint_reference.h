@@ -33,8 +33,9 @@ std::vector<ObservationSlot> launchSlots(const FingerprintParams& params, uint32
 // host memory that stands for the device: reads the SiteState at
 // params.site_state (if not 0) for the execution index and advances it,
 // claims slots from the ObservationRingDevice at params.ring_device against
-// the consumer position of the ObservationRingHost at params.ring_host,
-// writes each slot (commit last) into params.slots, and marks drops. Every
+// the consumer position of the ObservationRingHost at params.ring_host (the
+// kernel's own protocol, collectors/tensor/fingerprint_claim.h), writes each
+// slot (commit last) into params.slots, and marks drops. Every
 // address in `params` is a host address. The fake CUDA driver calls this
 // for cuLaunchKernel of the fingerprint function.
 void execute(const FingerprintParams& params);

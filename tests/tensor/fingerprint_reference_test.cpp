@@ -222,6 +222,56 @@ TEST(FingerprintStats, SumsFollowTheContractsOrder) {
   EXPECT_EQ(left_to_right, 31.0);
 }
 
+// Two shortcuts the kernel takes that must give the contract's bits. For a
+// value of at most 24 significant bits (float32, the 16-bit floats, float8),
+// x * x is a double exactly, so one fused multiply-add rounds s + x * x
+// once, as the contract's multiply-then-add does. For 8- and 16-bit
+// integers, a thread's sums are exact integers, so summing them as integers
+// and converting at the end is the contract's double sum. Float64 is the
+// counterexample: there the fused form differs.
+TEST(FingerprintStats, TheKernelsShortcutsGiveTheContractsBits) {
+  std::mt19937_64 rng(21);
+  auto twoRoundings = [](double s, double x) {
+    volatile double square = x * x;  // rounded on its own, never contracted
+    return s + square;
+  };
+  int float64_differs = 0;
+  for (int i = 0; i < 200000; ++i) {
+    uint32_t bits = static_cast<uint32_t>(rng());
+    if (i % 3 == 0) bits &= 0x807fffffu;  // subnormal floats too
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (!std::isfinite(f)) continue;
+    const double x = f;
+    // A running sum with a full 53-bit mantissa, 2^12 to 2^35 times x * x:
+    // the addition rounds.
+    const int e = std::ilogb(x * x + 1e-300) - 41 + static_cast<int>(rng() % 24);
+    const double s = std::ldexp(static_cast<double>(rng() >> 11), e);
+    ASSERT_EQ(std::bit_cast<uint64_t>(std::fma(x, x, s)), std::bit_cast<uint64_t>(twoRoundings(s, x))) << f;
+    uint64_t wide = rng();
+    double d;
+    std::memcpy(&d, &wide, 8);
+    if (std::isfinite(d) && std::fabs(d) < 1e150 && std::fabs(d) > 1e-150) {
+      float64_differs += std::fma(d, d, s) != twoRoundings(s, d);
+    }
+  }
+  EXPECT_GT(float64_differs, 0);
+  // Integer sums: 1024 int8 or 512 int16 elements a thread at most.
+  for (int trial = 0; trial < 100; ++trial) {
+    double sum = 0, squares = 0;
+    int64_t isum = 0, isquares = 0;
+    for (int i = 0; i < 512; ++i) {
+      const int16_t v = static_cast<int16_t>(rng());
+      sum = sum + v;
+      squares = squares + double(v) * double(v);
+      isum += v;
+      isquares += int64_t{v} * v;
+    }
+    ASSERT_EQ(std::bit_cast<uint64_t>(sum), std::bit_cast<uint64_t>(static_cast<double>(isum)));
+    ASSERT_EQ(std::bit_cast<uint64_t>(squares), std::bit_cast<uint64_t>(static_cast<double>(isquares)));
+  }
+}
+
 TEST(FingerprintCombine, OrderOfArrivalDoesNotMatterOnceSorted) {
   auto data = randomBytes(5 * kChunkBytes + 100, 3);
   for (size_t i = 0; i < data.size(); i += 4) data[i + 3] &= 0x3f;  // keep floats mostly finite
@@ -383,6 +433,7 @@ TEST(FingerprintLaunch, TinyRingDropsAndMarksExactly) {
   EXPECT_EQ(ring.device.drops, 6u);
   EXPECT_EQ(ring.device.claimed + ring.device.drops, p.total_chunks);
   EXPECT_EQ(ring.maxMark(), ring.device.drops);
+  EXPECT_EQ(ring.device.taken, ring.device.claimed);  // the drops' reservations were given back
   // The recorder reads two: the next launch fills those two and drops 8.
   __atomic_store_n(&ring.host.consumer, 2, __ATOMIC_RELEASE);
   reference::execute(p);
