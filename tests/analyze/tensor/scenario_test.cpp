@@ -7,6 +7,7 @@
 #include "synthetic_bundle.h"
 #include "tensor/analysis.h"
 #include "tensor/tensor_load.h"
+#include "bundle_writer.h"
 
 namespace tcgd::analyze::testing {
 namespace {
@@ -105,6 +106,70 @@ TEST(TensorScenario, StepPointsPairTheSameWay) {
   ASSERT_NE(o.first, nullptr);
   EXPECT_EQ(o.first->cause, Cause::kScalarBaked);
   EXPECT_EQ(o.candidate_step, 1);
+}
+
+}  // namespace
+}  // namespace tcgd::analyze::testing
+
+namespace tcgd::analyze::testing {
+namespace {
+
+// Observations may come before their site's frame (the GPU and the host
+// reach the recorder by different paths): they are joined by site id.
+TEST(TensorLoad, ObservationsBeforeTheirSites) {
+  ScratchDir dir;
+  const std::string path = dir.file("early.tcgd-tensor");
+  proto::BundleWriter writer;
+  ASSERT_TRUE(writer.open(path, proto::BundleKind::kTensor).isOk());
+  bundle::Frame frame;
+  frame.mutable_header()->set_run_name("early");
+  ASSERT_TRUE(writer.write(frame).isOk());
+  frame.Clear();
+  bundle::TensorObservationBatch* b = frame.mutable_tensor_observations();
+  for (const uint64_t site : {7, 8, 99}) {
+    b->add_site(site);
+    b->add_exec(0);
+    b->add_range(0);
+    b->add_dtype(1);
+    b->add_flags(0);
+    b->add_elements(4);
+    b->add_hash(site * 11);
+    b->add_nan(0);
+    b->add_pos_inf(0);
+    b->add_neg_inf(0);
+    b->add_zero(0);
+    b->add_minimum(0);
+    b->add_maximum(1);
+    b->add_sum(1);
+    b->add_sum_squares(1);
+    b->add_first_nonfinite(-1);
+  }
+  ASSERT_TRUE(writer.write(frame).isOk());
+  frame.Clear();
+  frame.mutable_tensor_kernel()->set_function(0x10);
+  frame.mutable_tensor_kernel()->set_name("_Z1kv");
+  ASSERT_TRUE(writer.write(frame).isOk());
+  frame.Clear();
+  for (const uint64_t id : {7, 8}) {
+    bundle::TensorSite* s = frame.mutable_tensor_sites()->add_sites();
+    s->set_site(id);
+    s->set_sequence(id);
+    s->set_kind(1);
+    s->set_function(0x10);
+    bundle::TensorRange* r = s->add_ranges();
+    r->set_ptr(0x1000 * id);
+    r->set_bytes(16);
+  }
+  ASSERT_TRUE(writer.write(frame).isOk());
+  ASSERT_TRUE(writer.close().isOk());
+  const TensorRun run = loadTensorRun(path);
+  ASSERT_EQ(run.observations().size(), 2u);  // site 99 is not described: left out, said so
+  EXPECT_EQ(run.findObservation(0, 0, 0)->hash, 77u);
+  EXPECT_EQ(run.findObservation(1, 0, 0)->hash, 88u);
+  ASSERT_FALSE(run.warnings().empty());
+  EXPECT_NE(run.warnings().front().find("1 observation(s) name a site the bundle does not describe"), std::string::npos)
+      << run.warnings().front();
+  EXPECT_FALSE(run.info().has_trailer);
 }
 
 }  // namespace

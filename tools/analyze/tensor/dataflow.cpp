@@ -1,6 +1,5 @@
 #include "tensor/dataflow.h"
 
-#include "tensor/metrics.h"
 
 namespace tcgd::analyze {
 namespace {
@@ -95,6 +94,9 @@ Dataflow Dataflow::build(const TensorRun& run) {
   flow.range_count_ = keys.size();
   std::vector<uint32_t> last_obs(keys.size(), kNone32), last_launch(keys.size(), kNone32),
       writer(keys.size(), kNone32);
+  // The last observed bytes of each range (hash, elements): compared here
+  // instead of reading the earlier observation again, which is far back.
+  std::vector<std::pair<uint64_t, uint64_t>> last_bytes(keys.size());
   std::vector<std::vector<GroupWrite>> group_writes(group_keys.size());
 
   const auto& launches = run.launches();
@@ -132,7 +134,7 @@ Dataflow Dataflow::build(const TensorRun& run) {
       } else {
         flow.before_[o] = prev;
         flow.writer_[o] = writer[key];
-        wrote = wrote || !sameBytes(obs[o], obs[prev]);
+        wrote = wrote || obs[o].hash != last_bytes[key].first || obs[o].elements != last_bytes[key].second;
         if (wrote) writer[key] = l;
       }
       if (wrote) flags |= kWrote;
@@ -140,6 +142,7 @@ Dataflow Dataflow::build(const TensorRun& run) {
       if (prev != kNone32) flow.next_[prev] = o;
       last_obs[key] = o;
       last_launch[key] = l;
+      last_bytes[key] = {obs[o].hash, obs[o].elements};
       if (wrote && group_keys[group] > 1) {
         std::vector<GroupWrite>& writes = group_writes[group];
         bool found = false;

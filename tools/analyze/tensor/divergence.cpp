@@ -1,6 +1,7 @@
 #include "tensor/divergence.h"
 
 #include <algorithm>
+#include <bitset>
 #include <unordered_map>
 
 #include "tensor/divergence_detail.h"
@@ -14,13 +15,19 @@ using divergence_detail::explainingInputs;
 // The candidate range of `site_c` that pairs with reference range `r`: the
 // same parameter and pointer offset (a copy's or set's destination: the
 // first destination). kNone32 when there is none.
-uint32_t partnerRange(const TensorRun& candidate, const RunSite& site_c, const SiteRange& r, uint64_t* used) {
+// Ranges of one site, marked as paired: a site has at most
+// tensor::kMaxRangesPerLaunch (96) of them; beyond kMaxRanges they stay
+// unpaired.
+constexpr uint32_t kMaxRanges = 128;
+using Used = std::bitset<kMaxRanges>;
+
+uint32_t partnerRange(const TensorRun& candidate, const RunSite& site_c, const SiteRange& r, Used* used) {
   const SiteRange* ranges = candidate.rangesOf(site_c);
-  for (uint32_t j = 0; j < site_c.range_count && j < 64; ++j) {
-    if ((*used >> j) & 1) continue;
+  for (uint32_t j = 0; j < site_c.range_count && j < kMaxRanges; ++j) {
+    if (used->test(j)) continue;
     const SiteRange& c = ranges[j];
     if (c.param == r.param && (r.param < 0 || c.offset == r.offset)) {
-      *used |= uint64_t{1} << j;
+      used->set(j);
       return j;
     }
   }
@@ -40,7 +47,7 @@ QuickCounts quickCompare(const RunPair& runs, uint32_t pair, const MetricOptions
   const RunLaunch& lc = runs.candidate.launches()[lp.candidate];
   const RunSite& sr = runs.reference.site(lr.site);
   const RunSite& sc = runs.candidate.site(lc.site);
-  uint64_t used = 0;
+  Used used;
   for (uint32_t i = 0; i < sr.range_count; ++i) {
     const SiteRange& r = runs.reference.rangesOf(sr)[i];
     const uint32_t j = partnerRange(runs.candidate, sc, r, &used);
@@ -65,7 +72,7 @@ QuickCounts quickCompare(const RunPair& runs, uint32_t pair, const MetricOptions
       case Verdict::kUnobserved: ++counts.unobserved; break;
     }
   }
-  counts.unmatched += sc.range_count - static_cast<uint32_t>(__builtin_popcountll(used));
+  counts.unmatched += sc.range_count - static_cast<uint32_t>(used.count());
   return counts;
 }
 
@@ -118,7 +125,7 @@ LaunchComparison compareLaunches(const RunPair& runs, uint32_t pair, const Metri
   const RunLaunch& lc = runs.candidate.launches()[lp.candidate];
   const RunSite& sr = runs.reference.site(lr.site);
   const RunSite& sc = runs.candidate.site(lc.site);
-  uint64_t used = 0;
+  Used used;
   const auto fill = [&](RangeCompare& rc) {
     const Fingerprint* a = rc.reference_obs == kNone32 ? nullptr : &runs.reference.observations()[rc.reference_obs];
     const Fingerprint* b = rc.candidate_obs == kNone32 ? nullptr : &runs.candidate.observations()[rc.candidate_obs];
@@ -163,7 +170,7 @@ LaunchComparison compareLaunches(const RunPair& runs, uint32_t pair, const Metri
     out.ranges.push_back(rc);
   }
   for (uint32_t j = 0; j < sc.range_count; ++j) {
-    if (j < 64 && ((used >> j) & 1)) continue;
+    if (j < kMaxRanges && used.test(j)) continue;
     const SiteRange& c = runs.candidate.rangesOf(sc)[j];
     RangeCompare rc;
     rc.candidate_range = j;

@@ -280,6 +280,46 @@ void absorbFrame(const bundle::Frame& frame, TensorRunParts* parts, std::vector<
   }
 }
 
+// Site ids to indices into parts.sites as the site frames come: sites are
+// numbered in the order they were made, usually densely, so an id is mostly
+// an offset; a map only when they are not.
+class SiteResolver {
+ public:
+  void sitesAdded(const std::vector<RunSite>& sites) {
+    for (size_t i = count_; i < sites.size(); ++i) {
+      if (i == 0) first_ = sites[0].id;
+      if (dense_ && sites[i].id == first_ + i) continue;
+      if (dense_) {
+        dense_ = false;
+        for (size_t j = 0; j < i; ++j) map_.emplace(sites[j].id, static_cast<uint32_t>(j));
+      }
+      map_.emplace(sites[i].id, static_cast<uint32_t>(i));
+    }
+    count_ = sites.size();
+  }
+  uint32_t find(uint64_t id) const {
+    if (dense_) return id >= first_ && id - first_ < count_ ? static_cast<uint32_t>(id - first_) : kNone32;
+    const auto it = map_.find(id);
+    return it == map_.end() ? kNone32 : it->second;
+  }
+
+ private:
+  bool dense_ = true;
+  uint64_t first_ = 0;
+  size_t count_ = 0;
+  std::unordered_map<uint64_t, uint32_t> map_;
+};
+
+// The rows from `first` on name their sites by the ids in `ids`: resolved
+// where the site is known, else left to assemble().
+void resolveRows(const SiteResolver& resolver, size_t first, const std::vector<uint64_t>& ids, TensorRunParts* parts) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const uint32_t site = resolver.find(ids[i]);
+    parts->observations[first + i].site = site;
+    if (site == kNone32) parts->unresolved_sites.emplace_back(static_cast<uint32_t>(first + i), ids[i]);
+  }
+}
+
 }  // namespace
 
 TensorRunParts loadTensorRunParts(const std::string& path) {
@@ -292,12 +332,12 @@ TensorRunParts loadTensorRunParts(const std::string& path) {
   }
   TensorRunParts parts;
   parts.info.path = path;
-  std::vector<uint64_t> site_ids;
+  std::vector<uint64_t> site_ids;  // of one frame's rows
+  SiteResolver sites;
   // An observation takes about 66 bytes of the file: room for all of them
   // at once instead of copying tens of millions of rows as the vector grows
   // (reserving touches no memory).
   parts.observations.reserve(reader.fileSize() / 60);
-  site_ids.reserve(reader.fileSize() / 60);
   // Likewise for an eager run's sites (one per launch, about 50 bytes and
   // 45 per range in the file).
   parts.sites.reserve(reader.fileSize() / 200);
@@ -321,15 +361,23 @@ TensorRunParts loadTensorRunParts(const std::string& path) {
       parts.info.stop_reason = reader.stopReason();
       break;
     }
+    const size_t first_row = parts.observations.size();
+    site_ids.clear();
     const ObservationFrame fast = decodeObservationFrame(payload, &parts.observations, &site_ids, &error);
-    if (fast == ObservationFrame::kDecoded) continue;
+    if (fast == ObservationFrame::kDecoded) {
+      resolveRows(sites, first_row, site_ids, &parts);
+      continue;
+    }
     if (fast == ObservationFrame::kBad) {
       parts.warnings.push_back(fmt::format("frame at byte {}: {}; skipped", offset, error));
       continue;
     }
-    const ObservationFrame sites = decodeSiteFrame(payload, &parts, &error);
-    if (sites == ObservationFrame::kDecoded) continue;
-    if (sites == ObservationFrame::kBad) {
+    const ObservationFrame site_frame = decodeSiteFrame(payload, &parts, &error);
+    if (site_frame == ObservationFrame::kDecoded) {
+      sites.sitesAdded(parts.sites);
+      continue;
+    }
+    if (site_frame == ObservationFrame::kBad) {
       parts.warnings.push_back(fmt::format("frame at byte {}: {}; skipped", offset, error));
       continue;
     }
@@ -346,15 +394,14 @@ TensorRunParts loadTensorRunParts(const std::string& path) {
       break;
     }
     absorbFrame(frame, &parts, &site_ids, records, &strings, offset);
+    sites.sitesAdded(parts.sites);
+    resolveRows(sites, first_row, site_ids, &parts);
   }
   for (const auto& [index, blob] : records.status_details) {
     if (const auto it = strings.find(blob); it != strings.end()) parts.statuses[index].detail = it->second;
   }
   parts.info.frames = reader.framesRead();
   parts.info.file_size = reader.fileSize();
-  // Joined with their sites by id in assemble(): observations may come
-  // before their site's frame (docs/bundle-format.md).
-  parts.observation_sites = std::move(site_ids);
   return parts;
 }
 

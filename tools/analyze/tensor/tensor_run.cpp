@@ -38,9 +38,9 @@ TensorRun TensorRun::assemble(TensorRunParts parts) {
   run.warnings_ = std::move(parts.warnings);
   std::stable_sort(run.points_.begin(), run.points_.end(),
                    [](const RunPoint& a, const RunPoint& b) { return a.sequence < b.sequence; });
-  run.sortSites(parts.observation_sites.empty());
+  run.sortSites();
   run.resolveKernels();
-  run.indexObservations(std::move(parts.observation_sites));
+  run.indexObservations(parts.unresolved_sites);
   std::stable_sort(parts.graph_records.begin(), parts.graph_records.end(),
                    [](const GraphRecord& a, const GraphRecord& b) { return a.sequence < b.sequence; });
   run.buildCaptures(parts.graph_records);
@@ -49,7 +49,7 @@ TensorRun TensorRun::assemble(TensorRunParts parts) {
   return run;
 }
 
-void TensorRun::sortSites(bool observations_resolved) {
+void TensorRun::sortSites() {
   const bool sorted = std::is_sorted(sites_.begin(), sites_.end(), [](const RunSite& a, const RunSite& b) {
     return a.sequence < b.sequence;
   });
@@ -66,8 +66,9 @@ void TensorRun::sortSites(bool observations_resolved) {
     sorted_sites.push_back(sites_[order[i]]);
   }
   sites_ = std::move(sorted_sites);
-  if (!observations_resolved) return;  // they name sites by id, resolved later
-  for (Fingerprint& o : observations_) o.site = new_index[o.site];
+  for (Fingerprint& o : observations_) {
+    if (o.site < new_index.size()) o.site = new_index[o.site];
+  }
 }
 
 void TensorRun::resolveKernels() {

@@ -246,11 +246,12 @@ struct TensorRunParts {
   std::vector<RunSite> sites;         // ranges and pointers by first_/count into the two below
   std::vector<SiteRange> ranges;
   std::vector<PointerWord> pointers;
-  // `site` is an index into `sites`, unless observation_sites is given: then
-  // it holds each row's site id (the loader's case: a bundle may hold
-  // observations before their site's frame) and assemble() resolves them.
+  // `site` is an index into `sites`; rows whose site the loader did not know
+  // yet (a bundle may hold observations before their site's frame) have
+  // kNone32 there and their site id in unresolved_sites, which assemble()
+  // resolves.
   std::vector<Fingerprint> observations;
-  std::vector<uint64_t> observation_sites;
+  std::vector<std::pair<uint32_t, uint64_t>> unresolved_sites;  // (row, site id)
   std::vector<GraphRecord> graph_records;
   std::vector<RunPoint> points;
   std::unordered_map<uint64_t, std::string> params;  // params blob id -> raw bytes
@@ -314,9 +315,9 @@ class TensorRun {
 
  private:
   TensorRun() = default;
-  void sortSites(bool observations_resolved);
+  void sortSites();
   void resolveKernels();
-  void indexObservations(std::vector<uint64_t> site_ids);
+  void indexObservations(const std::vector<std::pair<uint32_t, uint64_t>>& unresolved);
   void buildCaptures(const std::vector<GraphRecord>& records);
   void buildLaunches();
   void buildSlots();

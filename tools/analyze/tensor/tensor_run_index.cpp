@@ -179,19 +179,18 @@ void TensorRun::buildCaptures(const std::vector<GraphRecord>& records) {
   }
 }
 
-void TensorRun::indexObservations(std::vector<uint64_t> site_ids) {
-  // One pass over the rows: their sites resolved from ids (sites are
-  // numbered in the order they were made, usually densely, so the id is
-  // mostly an offset), and each site's execution window and range slots.
-  const bool by_id = !site_ids.empty();
-  bool dense = !sites_.empty();
-  for (size_t i = 0; by_id && dense && i < sites_.size(); ++i) dense = sites_[i].id == sites_[0].id + i;
-  std::unordered_map<uint64_t, uint32_t> index;
-  if (by_id && !dense) {
+void TensorRun::indexObservations(const std::vector<std::pair<uint32_t, uint64_t>>& unresolved) {
+  // Rows the loader met before their site: resolved by id now.
+  if (!unresolved.empty()) {
+    std::unordered_map<uint64_t, uint32_t> index;
     index.reserve(sites_.size());
     for (uint32_t i = 0; i < sites_.size(); ++i) index.emplace(sites_[i].id, i);
+    for (const auto& [row, id] : unresolved) {
+      const auto it = index.find(id);
+      if (row < observations_.size()) observations_[row].site = it == index.end() ? kNone32 : it->second;
+    }
   }
-  const uint64_t first_id = sites_.empty() ? 0 : sites_[0].id;
+  // One pass over the rows: each site's execution window and range slots.
   std::vector<uint32_t> first(sites_.size(), kNone32), last(sites_.size(), 0), ranges(sites_.size(), 0);
   for (uint32_t s = 0; s < sites_.size(); ++s) {
     const RunSite& site = sites_[s];
@@ -199,25 +198,8 @@ void TensorRun::indexObservations(std::vector<uint64_t> site_ids) {
       ranges[s] = std::max(ranges[s], ranges_[site.first_range + i].index + 1);
   }
   size_t kept = 0;
-  uint64_t last_id = ~uint64_t{0};
-  uint32_t last_index = kNone32;
   for (size_t i = 0; i < observations_.size(); ++i) {
-    uint32_t s = observations_[i].site;
-    if (by_id) {
-      const uint64_t id = site_ids[i];
-      if (id != last_id) {
-        last_id = id;
-        if (dense) {
-          last_index = id >= first_id && id - first_id < sites_.size() ? static_cast<uint32_t>(id - first_id) : kNone32;
-        } else {
-          const auto it = index.find(id);
-          last_index = it == index.end() ? kNone32 : it->second;
-        }
-      }
-      s = last_index;
-    } else if (s >= sites_.size()) {
-      s = kNone32;
-    }
+    const uint32_t s = observations_[i].site < sites_.size() ? observations_[i].site : kNone32;
     if (s == kNone32) continue;
     Fingerprint& o = observations_[kept];
     if (kept != i) o = observations_[i];

@@ -18,6 +18,9 @@ struct Cursor {
   bool ok = true;
 
   uint64_t varint() {
+    // Most of the columns' values (ranges, replays, counts, flags) take one
+    // byte.
+    if (at < end && *at < 0x80) return *at++;
     uint64_t value = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (at >= end) break;

@@ -98,8 +98,8 @@ Report compareRunsReport(const RunComparison& c, const ObservationFilter& filter
                              cellOf(a, &Fingerprint::minimum), cellOf(b, &Fingerprint::minimum),
                              cellOf(a, &Fingerprint::maximum), cellOf(b, &Fingerprint::maximum),
                              cellOf(a, &Fingerprint::sum), cellOf(b, &Fingerprint::sum)});
-        appendLine(&list, 2, "{:>4} {:>4}  {:<28} {:<34} {:<7} {:<12} {}", step.reference_step, step.candidate_step,
-                   kernel.substr(0, 28), argumentText(rc.param, rc.offset), rangeRoleName(rc.role), verdictName(v),
+        appendLine(&list, 2, "{:>4} {:>4}  {:<28} {:<11} {:<7} {:<12} {}", step.reference_step, step.candidate_step,
+                   kernel.substr(0, 28), argumentShort(rc.param), rangeRoleName(rc.role), verdictName(v),
                    verdictText(rc.after));
         json.beginObject();
         json.key("pair").value(p);
@@ -138,7 +138,7 @@ Report compareRunsReport(const RunComparison& c, const ObservationFilter& filter
                                filter.last_step == INT64_MAX ? std::string("end") : std::to_string(filter.last_step))
                  : "");
   if (matched_rows > 0) {
-    appendLine(&t, 2, "{:>4} {:>4}  {:<28} {:<34} {:<7} {:<12} {}", "ref", "cand", "kernel", "argument", "role", "verdict", "why");
+    appendLine(&t, 2, "{:>4} {:>4}  {:<28} {:<11} {:<7} {:<12} {}", "ref", "cand", "kernel", "argument", "role", "verdict", "why");
     t += list;
   }
   if (matched_rows > rows.rows.size())

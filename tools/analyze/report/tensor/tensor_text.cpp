@@ -98,6 +98,8 @@ std::string argumentText(int32_t param, uint32_t offset) {
   return fmt::format("param {} (pointer word at offset {})", param, offset);
 }
 
+std::string argumentShort(int32_t param) { return param < 0 ? "destination" : fmt::format("param {}", param); }
+
 std::string toleranceText(const FingerprintDiff& diff, uint8_t dtype) {
   if (diff.tolerance.exact()) return fmt::format("{}: exact", dtypeName(dtype));
   return fmt::format("{} rtol {} atol {}", dtypeName(dtype), number(diff.tolerance.rtol), number(diff.tolerance.atol));

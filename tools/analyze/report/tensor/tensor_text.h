@@ -29,8 +29,10 @@ std::string launchText(const TensorRun& run, uint32_t launch);
 std::string stepText(int32_t step);
 // "candidate step 0 (replay 0) = reference step 2".
 std::string pairStepText(const RunComparison& c, uint32_t pair);
-// "param 1 (pointer word at offset 8)" or "destination" for copies and sets.
+// "param 1 (pointer word at offset 8)" or "the destination" for copies and
+// sets; for tables "param 1" / "destination".
 std::string argumentText(int32_t param, uint32_t offset);
+std::string argumentShort(int32_t param);
 // "float32 rtol 1.3e-06 atol 1e-05" / "exact".
 std::string toleranceText(const FingerprintDiff& diff, uint8_t dtype);
 // One sentence: why the verdict ("NaN count 0 -> 16", "sum off by 1.2 (bound
