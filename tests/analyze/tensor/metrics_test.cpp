@@ -159,3 +159,25 @@ TEST(Metrics, MomentsOverFiniteElements) {
 
 }  // namespace
 }  // namespace tcgd::analyze
+
+namespace tcgd::analyze {
+namespace {
+
+// Counts past 32 bits saturate and are then not compared; the other
+// figures still are, and the finite count is taken as the whole.
+TEST(Metrics, SaturatedCountsAreNotCompared) {
+  Fingerprint a = of({1, 2, 3}), b = of({1, 2, 3}, Dtype::kFloat32, 5);
+  a.setCounts(uint64_t{5} << 32, 0, 0, 0);
+  b.setCounts(uint64_t{6} << 32, 0, 0, 0);
+  EXPECT_TRUE(a.countsSaturated());
+  EXPECT_EQ(a.nan, 0xffffffffu);
+  EXPECT_EQ(a.finite(), a.elements);
+  EXPECT_NE(compareFingerprints(&a, &b, {}).reason, VerdictReason::kNan);
+  Fingerprint c = of({1, 2, 3});
+  c.setCounts(7, 0, 0, 1);
+  EXPECT_FALSE(c.countsSaturated());
+  EXPECT_EQ(c.nan, 7u);
+}
+
+}  // namespace
+}  // namespace tcgd::analyze

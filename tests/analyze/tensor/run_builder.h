@@ -49,10 +49,10 @@ class RunBuilder {
     s.first_pointer = static_cast<uint32_t>(parts.pointers.size());
     for (uint32_t i = 0; i < ranges.size(); ++i) {
       SiteRange r;
-      r.index = i;
+      r.index = static_cast<uint16_t>(i);
       const bool destination = kind == LaunchKind::kCopy || kind == LaunchKind::kSet;
-      r.param = destination ? -1 : static_cast<int32_t>(i);
-      r.offset = destination ? 0 : i * 8;
+      r.param = static_cast<int16_t>(destination ? -1 : static_cast<int32_t>(i));
+      r.offset = static_cast<uint16_t>(destination ? 0 : i * 8);
       r.ptr = ranges[i].ptr;
       r.bytes = r.extent = ranges[i].bytes;
       r.base = ranges[i].base == 0 ? ranges[i].ptr : ranges[i].base;

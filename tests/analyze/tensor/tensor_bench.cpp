@@ -4,7 +4,11 @@
 // aligns and compares them in this process on one thread and prints how
 // long each phase took.
 //
-//   tcgd_tensor_bench DIR [--observations N] [--keep]
+//   tcgd_tensor_bench DIR [--observations N] [--keep] [--reuse]
+//
+// --reuse compares the bundles DIR already holds (written by an earlier
+// run with --keep) instead of writing them: the figure then does not
+// include the page cache's writeback of what was just written.
 //
 // The program: a step of 200 kernels, each reading 4 ranges that earlier
 // kernels of the step wrote and writing one (so the dataflow has real
@@ -241,23 +245,26 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   uint64_t observations = 10'000'000;
-  bool keep = false;
+  bool keep = false, reuse = false;
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--observations") == 0 && i + 1 < argc) observations = std::strtoull(argv[++i], nullptr, 10);
     if (std::strcmp(argv[i], "--keep") == 0) keep = true;
+    if (std::strcmp(argv[i], "--reuse") == 0) reuse = keep = true;
   }
   const uint64_t per_step = uint64_t{kKernels} * kRanges;
   const uint64_t steps = observations / per_step > kWarmup ? observations / per_step - kWarmup : 1;
   const std::string eager = dir + "/bench-eager.tcgd-tensor", graph = dir + "/bench-graph.tcgd-tensor";
-  ::unlink(eager.c_str());
-  ::unlink(graph.c_str());
   auto start = std::chrono::steady_clock::now();
-  if (!writeRun(eager, false, steps, steps - 10) || !writeRun(graph, true, steps, steps - 10)) {
-    std::fprintf(stderr, "cannot write the bundles in %s\n", dir.c_str());
-    return 2;
+  if (!reuse) {
+    ::unlink(eager.c_str());
+    ::unlink(graph.c_str());
+    if (!writeRun(eager, false, steps, steps - 10) || !writeRun(graph, true, steps, steps - 10)) {
+      std::fprintf(stderr, "cannot write the bundles in %s\n", dir.c_str());
+      return 2;
+    }
+    std::printf("wrote 2 bundles of %" PRIu64 " observations each (%" PRIu64 " steps of %u kernels x %u ranges) in %.1f s\n",
+                (steps + kWarmup) * per_step, steps, kKernels, kRanges, seconds(start));
   }
-  std::printf("wrote 2 bundles of %" PRIu64 " observations each (%" PRIu64 " steps of %u kernels x %u ranges) in %.1f s\n",
-              (steps + kWarmup) * per_step, steps, kKernels, kRanges, seconds(start));
   start = std::chrono::steady_clock::now();
   const tcgd::analyze::RunComparison c = tcgd::analyze::compareRuns(eager, graph, {});
   const double total = seconds(start);

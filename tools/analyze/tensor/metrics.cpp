@@ -95,8 +95,10 @@ FingerprintDiff compareFingerprints(const Fingerprint* reference, const Fingerpr
     return true;
   };
   FingerprintDiff out;
-  if (count(b.nan, a.nan, VerdictReason::kNan, &out) || count(b.pos_inf, a.pos_inf, VerdictReason::kPosInf, &out) ||
-      count(b.neg_inf, a.neg_inf, VerdictReason::kNegInf, &out))
+  // Saturated counts (more than four billion) tell nothing.
+  const bool counts = !a.countsSaturated() && !b.countsSaturated();
+  if (counts && (count(b.nan, a.nan, VerdictReason::kNan, &out) || count(b.pos_inf, a.pos_inf, VerdictReason::kPosInf, &out) ||
+                 count(b.neg_inf, a.neg_inf, VerdictReason::kNegInf, &out)))
     return out;
   if (a.first_nonfinite != b.first_nonfinite) {
     return verdict(Verdict::kDifferent, VerdictReason::kFirstNonfinite, tol, static_cast<double>(b.first_nonfinite),

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <limits>
 #include <cstring>
 
 namespace tcgd::analyze {
@@ -59,6 +61,14 @@ bool readColumn(const std::vector<Piece>& pieces, bool fixed, uint64_t rows, Put
   return row == rows;
 }
 
+// One of the four counts, saturating (the column path; Fingerprint::setCounts
+// sets all four).
+void count(Fingerprint& f, uint64_t v, uint32_t Fingerprint::*field) {
+  constexpr uint64_t kMax = std::numeric_limits<uint32_t>::max();
+  if (v >= kMax) f.flags |= kCountsSaturated;
+  f.*field = static_cast<uint32_t>(std::min(v, kMax));
+}
+
 // Range indices and missing chunks are small; a larger value saturates.
 uint16_t narrow16(uint64_t v) { return v > 0xffff ? uint16_t{0xffff} : static_cast<uint16_t>(v); }
 
@@ -109,10 +119,8 @@ bool decodeRows(const std::array<std::vector<Piece>, kColumns + 1>& columns, uin
     f.flags = static_cast<uint8_t>(c[5].varint());
     f.elements = c[6].varint();
     f.hash = c[7].fixed64();
-    f.nan = c[8].varint();
-    f.pos_inf = c[9].varint();
-    f.neg_inf = c[10].varint();
-    f.zero = c[11].varint();
+    const uint64_t nan = c[8].varint(), pos_inf = c[9].varint(), neg_inf = c[10].varint(), zero = c[11].varint();
+    f.setCounts(nan, pos_inf, neg_inf, zero);
     f.minimum = asDouble(c[12].fixed64());
     f.maximum = asDouble(c[13].fixed64());
     f.sum = asDouble(c[14].fixed64());
@@ -193,10 +201,10 @@ ObservationFrame decodeBatch(const uint8_t* begin, const uint8_t* end, std::vect
       case 5: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].flags = static_cast<uint8_t>(v); }); break;
       case 6: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].elements = v; }); break;
       case 7: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].hash = v; }); break;
-      case 8: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].nan = v; }); break;
-      case 9: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].pos_inf = v; }); break;
-      case 10: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].neg_inf = v; }); break;
-      case 11: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].zero = v; }); break;
+      case 8: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { count(out[r], v, &Fingerprint::nan); }); break;
+      case 9: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { count(out[r], v, &Fingerprint::pos_inf); }); break;
+      case 10: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { count(out[r], v, &Fingerprint::neg_inf); }); break;
+      case 11: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { count(out[r], v, &Fingerprint::zero); }); break;
       case 12: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].minimum = asDouble(v); }); break;
       case 13: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].maximum = asDouble(v); }); break;
       case 14: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].sum = asDouble(v); }); break;

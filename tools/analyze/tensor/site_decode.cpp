@@ -2,6 +2,7 @@
 // tcgd.bundle.TensorSiteBatch, field numbers as in proto/tcgd/bundle.proto.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "tensor/observation_decode.h"
@@ -42,9 +43,9 @@ bool readRange(const uint8_t* begin, const uint8_t* end, SiteRange* r) {
     }
     const uint64_t v = c.varint();
     switch (field) {
-      case 1: r->index = static_cast<uint32_t>(v); break;
-      case 2: r->param = static_cast<int32_t>(static_cast<int64_t>(v)); break;
-      case 3: r->offset = static_cast<uint32_t>(v); break;
+      case 1: r->index = static_cast<uint16_t>(std::min<uint64_t>(v, 0xffff)); break;
+      case 2: r->param = static_cast<int16_t>(std::clamp<int64_t>(static_cast<int64_t>(v), -1, 0x7fff)); break;
+      case 3: r->offset = static_cast<uint16_t>(std::min<uint64_t>(v, 0xffff)); break;
       case 4: r->ptr = v; break;
       case 5: r->bytes = v; break;
       case 6: r->extent = v; break;

@@ -146,9 +146,9 @@ void addSite(const bundle::TensorSite& s, TensorRunParts* parts) {
   site.range_count = static_cast<uint32_t>(s.ranges_size());
   for (const bundle::TensorRange& r : s.ranges()) {
     SiteRange range;
-    range.index = r.index();
-    range.param = r.param();
-    range.offset = r.offset();
+    range.index = static_cast<uint16_t>(std::min<uint32_t>(r.index(), 0xffff));
+    range.param = static_cast<int16_t>(std::clamp<int32_t>(r.param(), -1, 0x7fff));
+    range.offset = static_cast<uint16_t>(std::min<uint32_t>(r.offset(), 0xffff));
     range.ptr = r.ptr();
     range.bytes = r.bytes();
     range.extent = r.extent();
@@ -187,10 +187,7 @@ void addObservations(const bundle::TensorObservationBatch& b, std::vector<Finger
     f.flags = static_cast<uint8_t>(b.flags(i));
     f.elements = b.elements(i);
     f.hash = b.hash(i);
-    f.nan = b.nan(i);
-    f.pos_inf = b.pos_inf(i);
-    f.neg_inf = b.neg_inf(i);
-    f.zero = b.zero(i);
+    f.setCounts(b.nan(i), b.pos_inf(i), b.neg_inf(i), b.zero(i));
     f.minimum = b.minimum(i);
     f.maximum = b.maximum(i);
     f.sum = b.sum(i);

@@ -17,6 +17,7 @@
 // (tensor_load.h) fills the parts from a file, tests fill them by hand.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -48,17 +49,19 @@ struct RunKernel {
   std::vector<uint32_t> param_sizes;
 };
 
+// 40 bytes: an eager run has one per argument of every launch.
 struct SiteRange {
   uint64_t ptr = 0;      // first byte observed
   uint64_t bytes = 0;    // bytes fingerprinted
   uint64_t extent = 0;   // bytes from ptr to the end of the allocation's requested bytes
   uint64_t base = 0;     // the allocation's first byte
-  uint32_t index = 0;    // the observations' `range`
-  int32_t param = -1;    // parameter index; -1: a copy's or set's destination
-  uint32_t offset = 0;   // byte offset of the pointer word in the parameters
+  uint16_t offset = 0;   // byte offset of the pointer word in the parameters (at most 32764 of them)
+  int16_t param = -1;    // parameter index; -1: a copy's or set's destination
+  uint16_t index = 0;    // the observations' `range`
   uint8_t dtype = 0;
   uint8_t source = 0;    // 1 allocator block, 2 driver allocation, 3 copy or set destination
 };
+static_assert(sizeof(SiteRange) == 40);
 
 // A parameter word that held a pointer into a live allocation.
 struct PointerWord {
@@ -109,32 +112,52 @@ struct RunSite {
   bool isCopyOrSet() const { return kind == LaunchKind::kCopy || kind == LaunchKind::kSet; }
 };
 
+// Set by the loader (never in bundles) when a count did not fit in 32 bits:
+// the counts then read 0xffffffff and tell nothing (see finite()).
+inline constexpr uint8_t kCountsSaturated = 0x80;
+
 // One observation: the fingerprint of one range of one site in one execution.
-// 104 bytes: a run holds tens of millions.
+// 88 bytes: a run holds tens of millions. The NaN, Inf and zero counts are
+// kept in 32 bits; a count above that saturates and sets kCountsSaturated
+// (a tensor of more than four billion elements), and the comparisons then
+// do not use the counts.
 struct Fingerprint {
   uint64_t elements = 0;
   uint64_t hash = 0;
-  uint64_t nan = 0;
-  uint64_t pos_inf = 0;
-  uint64_t neg_inf = 0;
-  uint64_t zero = 0;
   double minimum = std::numeric_limits<double>::infinity();
   double maximum = -std::numeric_limits<double>::infinity();
   double sum = 0;
   double sum_squares = 0;
   int64_t first_nonfinite = -1;
+  uint32_t nan = 0;
+  uint32_t pos_inf = 0;
+  uint32_t neg_inf = 0;
+  uint32_t zero = 0;
   uint32_t site = 0;  // index into TensorRun::sites()
   uint32_t exec = 0;
   uint16_t range = 0;           // at most tensor::kMaxRangesPerLaunch (96) in practice
   uint16_t chunks_missing = 0;  // saturates at 65535
   uint8_t dtype = 0;
-  uint8_t flags = 0;  // tensor::kObservationHashOnly, kObservationIncomplete
+  uint8_t flags = 0;  // tensor::kObservationHashOnly, kObservationIncomplete, kCountsSaturated
 
-  uint64_t finite() const { return elements - nan - pos_inf - neg_inf; }
+  // Finite elements; all elements (an upper bound) when the counts saturated.
+  uint64_t finite() const {
+    return countsSaturated() ? elements : elements - nan - pos_inf - neg_inf;
+  }
+  bool countsSaturated() const { return (flags & kCountsSaturated) != 0; }
   bool hashOnly() const;
   bool incomplete() const;
+  // Sets the four counts, saturating.
+  void setCounts(uint64_t nans, uint64_t pos_infs, uint64_t neg_infs, uint64_t zeros) {
+    constexpr uint64_t kMax = std::numeric_limits<uint32_t>::max();
+    if (nans >= kMax || pos_infs >= kMax || neg_infs >= kMax || zeros >= kMax) flags |= kCountsSaturated;
+    nan = static_cast<uint32_t>(std::min(nans, kMax));
+    pos_inf = static_cast<uint32_t>(std::min(pos_infs, kMax));
+    neg_inf = static_cast<uint32_t>(std::min(neg_infs, kMax));
+    zero = static_cast<uint32_t>(std::min(zeros, kMax));
+  }
 };
-static_assert(sizeof(Fingerprint) == 104);
+static_assert(sizeof(Fingerprint) == 88);
 
 // A graph-related record, as the loader found it in the event batches: the
 // driver's capture, instantiate and launch calls, and the tensor probes' own

@@ -195,7 +195,7 @@ void TensorRun::indexObservations(const std::vector<std::pair<uint32_t, uint64_t
   for (uint32_t s = 0; s < sites_.size(); ++s) {
     const RunSite& site = sites_[s];
     for (uint32_t i = 0; i < site.range_count; ++i)
-      ranges[s] = std::max(ranges[s], ranges_[site.first_range + i].index + 1);
+      ranges[s] = std::max<uint32_t>(ranges[s], ranges_[site.first_range + i].index + 1u);
   }
   size_t kept = 0;
   for (size_t i = 0; i < observations_.size(); ++i) {

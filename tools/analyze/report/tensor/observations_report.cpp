@@ -38,6 +38,9 @@ bool kernelPasses(const RunComparison& c, const LaunchPair& pair, const Observat
 std::string cellOf(const Fingerprint* f, uint64_t Fingerprint::*field) {
   return f == nullptr ? std::string() : std::to_string(f->*field);
 }
+std::string cellOf(const Fingerprint* f, uint32_t Fingerprint::*field) {
+  return f == nullptr ? std::string() : countText(*f, f->*field);
+}
 std::string cellOf(const Fingerprint* f, double Fingerprint::*field) {
   return f == nullptr ? std::string() : number(f->*field);
 }

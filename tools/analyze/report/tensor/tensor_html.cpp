@@ -203,10 +203,10 @@ void statisticsTable(const RunComparison& c, const RangeCompare& rc, std::string
   };
   row("elements", [](const Fingerprint& f) { return std::to_string(f.elements); });
   row("hash", [](const Fingerprint& f) { return hex(f.hash); });
-  row("nan", [](const Fingerprint& f) { return std::to_string(f.nan); });
-  row("+inf / -inf", [](const Fingerprint& f) { return fmt::format("{} / {}", f.pos_inf, f.neg_inf); });
+  row("nan", [](const Fingerprint& f) { return countText(f, f.nan); });
+  row("+inf / -inf", [](const Fingerprint& f) { return fmt::format("{} / {}", countText(f, f.pos_inf), countText(f, f.neg_inf)); });
   row("first non-finite", [](const Fingerprint& f) { return std::to_string(f.first_nonfinite); });
-  row("zeros", [](const Fingerprint& f) { return std::to_string(f.zero); });
+  row("zeros", [](const Fingerprint& f) { return countText(f, f.zero); });
   row("min", [](const Fingerprint& f) { return number(f.minimum); });
   row("max", [](const Fingerprint& f) { return number(f.maximum); });
   row("sum", [](const Fingerprint& f) { return number(f.sum); });

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "report/format.h"
@@ -58,6 +59,11 @@ std::string number(double value) {
 }
 
 std::string hex(uint64_t value) { return fmt::format("0x{:x}", value); }
+
+std::string countText(const Fingerprint& f, uint32_t count) {
+  if (f.countsSaturated() && count == std::numeric_limits<uint32_t>::max()) return fmt::format(">= {}", count);
+  return std::to_string(count);
+}
 
 const char* dtypeName(uint8_t dtype) {
   static constexpr const char* kNames[] = {"unknown", "float32", "float16", "bfloat16", "float64", "int8",
@@ -214,7 +220,8 @@ std::string causeText(const RunComparison& c, const Divergence& d) {
       if (rc != nullptr && rc->reference_obs != kNone32 && rc->candidate_obs != kNone32) {
         const Fingerprint& a = c.reference->observations()[rc->reference_obs];
         const Fingerprint& b = c.candidate->observations()[rc->candidate_obs];
-        text += fmt::format(" NaN {} -> {}, +Inf {} -> {}, zeros {} -> {}", a.nan, b.nan, a.pos_inf, b.pos_inf, a.zero, b.zero);
+        text += fmt::format(" NaN {} -> {}, +Inf {} -> {}, zeros {} -> {}", countText(a, a.nan), countText(b, b.nan),
+                            countText(a, a.pos_inf), countText(b, b.pos_inf), countText(a, a.zero), countText(b, b.zero));
         const auto at = [](int64_t i) { return i < 0 ? std::string("none") : std::to_string(i); };
         if (a.first_nonfinite != b.first_nonfinite)
           text += fmt::format(", first NaN/Inf at element {} -> {}", at(a.first_nonfinite), at(b.first_nonfinite));
@@ -295,6 +302,7 @@ void fingerprintJson(const Fingerprint* f, JsonWriter& json) {
   json.key("std").value(m.std);
   json.key("l2").value(m.l2);
   json.key("hash_only").value(f->hashOnly());
+  json.key("counts_saturated").value(f->countsSaturated());
   json.key("incomplete").value(f->incomplete());
   json.endObject();
 }
@@ -505,9 +513,11 @@ void appendStatistics(const RunComparison& c, const RangeCompare& rc, int indent
   row("dtype", [](const Fingerprint& f) { return std::string(dtypeName(f.dtype)); });
   row("elements", [](const Fingerprint& f) { return std::to_string(f.elements); });
   row("hash", [](const Fingerprint& f) { return hex(f.hash); });
-  row("nan / +inf / -inf", [](const Fingerprint& f) { return fmt::format("{} / {} / {}", f.nan, f.pos_inf, f.neg_inf); });
+  row("nan / +inf / -inf", [](const Fingerprint& f) {
+    return fmt::format("{} / {} / {}", countText(f, f.nan), countText(f, f.pos_inf), countText(f, f.neg_inf));
+  });
   row("first non-finite", [](const Fingerprint& f) { return f.first_nonfinite < 0 ? std::string("none") : std::to_string(f.first_nonfinite); });
-  row("zeros", [](const Fingerprint& f) { return std::to_string(f.zero); });
+  row("zeros", [](const Fingerprint& f) { return countText(f, f.zero); });
   row("min", [](const Fingerprint& f) { return number(f.minimum); });
   row("max", [](const Fingerprint& f) { return number(f.maximum); });
   row("sum", [](const Fingerprint& f) { return number(f.sum); });

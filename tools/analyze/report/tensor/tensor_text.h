@@ -18,6 +18,8 @@ namespace tcgd::analyze::tensor_report {
 // "inf", "-inf", "nan".
 std::string number(double value);
 std::string hex(uint64_t value);
+// A NaN, Inf or zero count: "12", or ">= 4294967295" when it saturated.
+std::string countText(const Fingerprint& f, uint32_t count);
 const char* dtypeName(uint8_t dtype);  // "float32", ..., "unknown"
 
 // "gemm_kernel" (the short name); the demangled name is in the JSON.
