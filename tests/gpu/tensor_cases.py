@@ -241,11 +241,18 @@ def kill(n):
 # ---- planted bugs ----------------------------------------------------------------
 
 def graphed(mode, body, steps=STEPS, before_replay=None, setup=None):
-    """Runs body(k) for steps k eagerly, or captures body(0) once (after one
-    warm-up call on a side stream) and replays it `steps` times, calling
-    before_replay(k) first. Returns what body returned, per step."""
+    """Runs one warm-up call body(0) on a side stream (graphs need one; the
+    eager run makes it too, so both runs have the same iterations), then
+    body(k) for `steps` steps k eagerly, or captures body(0) once and replays
+    it `steps` times, calling before_replay(k) first. Returns what body
+    returned, per step."""
     outs = []
     if mode == "eager":
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            body(0)
+        torch.cuda.current_stream().wait_stream(side)
         for k in range(steps):
             outs.append(body(k).clone())
         torch.cuda.synchronize()
@@ -331,7 +338,8 @@ def frozen_branch(mode):
 
 def unwritten_padding(mode):
     torch.manual_seed(0)
-    x = torch.randn(24, 64, device="cuda")
+    xs = [torch.randn(24, 64) for _ in range(STEPS)]
+    x = torch.zeros(24, 64, device="cuda")  # the static input, fed before each step
     # Memory the caching allocator hands out again holds NaN: what an
     # unwritten buffer reads is whatever was there.
     junk = torch.full((32, 64), float("nan"), device="cuda")
@@ -340,13 +348,17 @@ def unwritten_padding(mode):
 
     def body(k):
         if mode == "eager":
+            x.copy_(xs[k])
             out = torch.zeros(32, 64, device="cuda")  # the padding rows are zero
         else:
             out = buf  # the "optimized" graph path reuses a buffer it never zeroes
-        out[:24] = x * (k + 1)
+        out[:24] = x * 2
         return out.sum(dim=0)
 
-    outs = graphed(mode, body)
+    def before_replay(k):
+        x.copy_(xs[k])
+
+    outs = graphed(mode, body, before_replay=before_replay)
     return g.digest(*outs), {"bug": "unwritten-padding", "first_step": 0}
 
 
