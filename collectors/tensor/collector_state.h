@@ -1,0 +1,123 @@
+// The tensor collector's shared state and internal entry points, for its
+// own files only (tensor_collector.cpp: configuration, the live-allocation
+// maps, the hooks' entry points; kernel_describe.cpp: what a launch handle
+// is; site_probe.cpp: probing one launch). Not a public interface.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "collectors/tensor/capture_table.h"
+#include "collectors/tensor/device_state.h"
+#include "collectors/tensor/fingerprint_abi.h"
+#include "collectors/tensor/kernel_table.h"
+#include "collectors/tensor/live_map.h"
+#include "collectors/tensor/param_scan.h"
+#include "collectors/tensor/probe_rules.h"
+#include "collectors/tensor/tensor_collector.h"
+#include "collectors/record_types.h"
+#include "proto/tensor_site_blob.h"
+
+namespace tcgd::collectors::tensor::detail {
+
+// What TCGD_TENSOR and its limits say, made once by the first hook after the
+// agent started (tensor_collector.cpp), then read-only. Never freed: hooks
+// run during static destruction.
+struct Settings {
+  CompiledProbeRules rules;
+  uint32_t max_ranges = 1024;
+  uint32_t site_capacity = 65536;
+  LiveMap* blocks = nullptr;
+  LiveMap* driver = nullptr;
+  LiveMap* segments = nullptr;
+};
+// Valid once enabled() returned true.
+Settings& settings();
+
+KernelTable& kernels();
+CaptureTable& captures();
+TensorDevice& device();
+
+// Counts in the channel header's tensor counters (collectors/tensor/
+// tensor_counters.h); nothing when not recording.
+void count(uint32_t counter);
+// A tensor_status record (TensorStatus), with `detail` as a string blob.
+void pushStatus(TensorStatus status, const std::string& detail, int device = -1,
+                uint64_t device_bytes = 0, uint64_t slots = 0);
+// The maps a parameter word is looked up in, as of now.
+LiveMaps liveMaps();
+
+// ---- kernel_describe.cpp -------------------------------------------------
+
+// Copies and sets are pseudo kernels with these handles (below any real one).
+inline constexpr uint64_t kPseudoCopyHtoD = 1, kPseudoCopyDtoD = 2, kPseudoCopy = 4;
+inline constexpr uint64_t kPseudoSet8 = 5, kPseudoSet16 = 6, kPseudoSet32 = 7;
+
+// The handle's entry, described on first sight (its tensor_kernel record
+// sent); nullptr when another thread is describing it or the table is full.
+KernelInfo* kernelFor(uint64_t handle);
+
+// ---- site_probe.cpp ------------------------------------------------------
+
+struct CaptureFacts {
+  bool captured = false;
+  bool unknown = false;  // the status could not be asked: leave the launch
+  uint32_t ordinal = 0;
+  uint32_t node = 0;
+  uint64_t id = 0;
+  std::atomic<uint32_t>* sites = nullptr;
+};
+// Whether `stream` captures now, and into which capture (one relaxed load
+// when nothing captures); counts the launch as a node of that capture.
+CaptureFacts captureFacts(CUstream stream, bool per_thread);
+
+// Makes the device resources at the first launch made while nothing
+// captures, probed or not.
+void prepareDevice();
+// Whether the resources are ready for a launch in the calling thread's
+// context; counts why not.
+bool deviceReady(const CaptureFacts& capture);
+
+// Per-thread room for one launch: parameters up to 32 KiB (CUDA 12.1+), its
+// ranges and pointers, and the site blob built from them; too large for
+// every hook's stack, so each launching thread maps its own once (freed when
+// the thread ends).
+struct Scratch {
+  static constexpr uint32_t kMaxParamsBytes = 32768;
+  static constexpr uint32_t kMaxRanges = 4096;
+  static constexpr uint32_t kMaxPointers = 8192;
+  alignas(8) uint8_t params[kMaxParamsBytes];
+  proto::SiteBlobRange ranges[kMaxRanges];
+  proto::SiteBlobPointer pointers[kMaxPointers];
+  alignas(8) uint8_t blob[proto::siteBlobBytes(kMaxRanges, kMaxPointers)];
+  ::tcgd::tensor::FingerprintParams fingerprint;
+};
+// Once, before the first scratch() (false: no thread-exit key, no probes).
+bool prepareScratch();
+// The calling thread's, or nullptr when it cannot be mapped.
+Scratch* scratch();
+
+struct Probe {
+  KernelInfo* kernel = nullptr;
+  proto::SiteKind kind = proto::SiteKind::kKernel;
+  CUstream stream = nullptr;
+  bool per_thread = false;
+  CaptureFacts capture;
+  uint64_t invocation = 0;
+  int rule = 0;
+  LaunchFacts facts;
+  const KernelLaunch* launch = nullptr;  // kernels
+  const uint8_t* params = nullptr;
+  uint32_t params_bytes = 0;
+  uint64_t copy_bytes = 0;
+  uint64_t copy_source = 0;
+  uint32_t copy_kind = 0;
+};
+// Fingerprints the ranges of `scan` after the launch and describes the site.
+void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch);
+
+// A forked child's: the state of site_probe.cpp and kernel_describe.cpp.
+void resetProbesInChild();
+
+}  // namespace tcgd::collectors::tensor::detail

@@ -1,0 +1,323 @@
+// Probing one launch: its capture state, the device resources, the
+// fingerprint launches on its stream (nodes of the graph when it captures),
+// its parameter bytes interned, its site blob and record.
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "collectors/graph/launch_collector.h"
+#include "collectors/memory/stack_table.h"
+#include "collectors/tensor/collector_state.h"
+#include "collectors/tensor/driver_calls.h"
+#include "collectors/tensor/tensor_counters.h"
+#include "emit.h"
+#include "log.h"
+
+namespace tcgd::collectors::tensor::detail {
+
+// ---- per-thread scratch ------------------------------------------------------
+
+namespace {
+pthread_key_t g_scratch_key;
+bool g_scratch_key_made = false;
+thread_local Scratch* t_scratch __attribute__((tls_model("initial-exec"))) = nullptr;
+
+void freeScratch(void* p) { munmap(p, sizeof(Scratch)); }
+}  // namespace
+
+bool prepareScratch() {
+  if (!g_scratch_key_made) g_scratch_key_made = pthread_key_create(&g_scratch_key, freeScratch) == 0;
+  return g_scratch_key_made;
+}
+
+Scratch* scratch() {
+  if (t_scratch != nullptr) return t_scratch;
+  if (!g_scratch_key_made) return nullptr;
+  void* p = mmap(nullptr, sizeof(Scratch), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  pthread_setspecific(g_scratch_key, p);
+  t_scratch = static_cast<Scratch*>(p);
+  return t_scratch;
+}
+
+namespace {
+
+using channel::BlobKind;
+using channel::RecordClass;
+using proto::SiteBlobHeader;
+using proto::SiteBlobPointer;
+using proto::SiteBlobRange;
+using proto::SiteKind;
+using ::tcgd::tensor::Dtype;
+using ::tcgd::tensor::FingerprintParams;
+using ::tcgd::tensor::FingerprintRange;
+using ::tcgd::tensor::kChunkBytes;
+using ::tcgd::tensor::kMaxRangesPerLaunch;
+
+// Parameter bytes, interned per session: eager loops launch the same kernel
+// with the same pointers step after step (the caching allocator hands the
+// same blocks back), so most launches refer to a blob already sent.
+constinit InternTable<16> g_params;
+std::atomic<uint64_t> g_next_site{1};
+std::atomic<uint32_t> g_next_site_state{0};
+
+uint64_t hashBytes(uint64_t seed, const uint8_t* bytes, uint32_t n) {
+  uint64_t h = 0xcbf29ce484222325ull ^ seed ^ (uint64_t{n} << 40);
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, bytes + i, 8);
+    h = (h ^ w) * 0x100000001b3ull;
+  }
+  for (; i < n; ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
+  h ^= h >> 31;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 29;
+  return h != 0 ? h : 1;
+}
+
+// The interned blob of a launch's parameter bytes (0 when none could be
+// pushed: the site then has no parameters).
+uint64_t internParams(uint64_t function, const uint8_t* params, uint32_t n) {
+  if (n == 0 || n > channel::kMaxBlobBytes) return 0;
+  const uint64_t hash = hashBytes(function, params, n);
+  uint64_t blob = 0;
+  size_t slot = 0;
+  switch (g_params.find(hash, &blob, &slot)) {
+    case InternTable<16>::Claim::kKnown:
+      return blob;
+    case InternTable<16>::Claim::kMine:
+      if (agent::emitBlob(BlobKind::kTensorParams, params, n, &blob)) {
+        g_params.publish(slot, blob);
+        return blob;
+      }
+      g_params.abandon(slot);
+      return 0;
+    case InternTable<16>::Claim::kBusy:
+    case InternTable<16>::Claim::kFull:
+      break;
+  }
+  // Another thread is pushing the same bytes, or the table is full: send a
+  // copy of our own rather than go without.
+  return agent::emitBlob(BlobKind::kTensorParams, params, n, &blob) ? blob : 0;
+}
+
+bool deviceReadyFor(const CaptureFacts& capture, bool count_skips) {
+  if (device().state() != TensorDevice::State::kReady) {
+    channel::Channel* ch = agent::activeChannel();
+    DeviceSetup setup;
+    setup.region = ch != nullptr ? ch->observationRegion() : nullptr;
+    setup.region_bytes = ch != nullptr ? ch->observationBytes() : 0;
+    setup.site_capacity = settings().site_capacity;
+    std::string why;
+    const TensorDevice::State state =
+        device().ensureReady(setup, capture.captured || captureTracker().anyActive(), &why);
+    if (state == TensorDevice::State::kUnavailable) {
+      if (!why.empty()) {
+        agent::reportWarning("tensor probes are off for this process: " + why);
+        pushStatus(TensorStatus::kUnavailable, why);
+      }
+      if (count_skips) count(kSkipUnavailable);
+      return false;
+    }
+    if (state != TensorDevice::State::kReady) {
+      if (count_skips) count(kSkipNotReady);
+      return false;
+    }
+    const DeviceResources& r = device().resources();
+    // tcgd's own device memory, as a driver allocation whose caller is
+    // libtcgd.so: the memory bundle's residual names it as tcgd's.
+    (void)agent::emit(270 /* cuMemAlloc_v2 */, RecordClass::kDriverMemory, 0, r.ring_device,
+                      r.device_bytes, static_cast<uint64_t>(static_cast<uint32_t>(r.device)) << 32,
+                      reinterpret_cast<uintptr_t>(&kernelLaunched), 0);
+    pushStatus(TensorStatus::kReady, "", r.device, r.device_bytes, r.capacity);
+  }
+  // One context per process (the first that launched a probed kernel).
+  CUcontext current = nullptr;
+  const DriverCalls& d = driverCalls();
+  if (d.ctx_get_current == nullptr || d.ctx_get_current(&current) != CUDA_SUCCESS ||
+      current != device().resources().context) {
+    if (count_skips) count(kSkipOtherDevice);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// ---- capture state ----------------------------------------------------------
+
+CaptureFacts captureFacts(CUstream stream, bool per_thread) {
+  CaptureFacts f;
+  // Outside captures (nearly every launch) one relaxed load decides.
+  if (!captureTracker().anyActive()) return f;
+  const DriverCalls& d = driverCalls();
+  auto query = d.stream_get_capture_info;
+  if (stream == nullptr) {
+    // Stream 0: the legacy stream (never captures, and touching it while
+    // another stream captures can invalidate that capture) unless this is a
+    // _ptsz entry point, where it is the thread's per-thread stream.
+    if (!per_thread) {
+      f.unknown = true;
+      return f;
+    }
+    query = d.stream_get_capture_info_ptsz;
+  } else if (stream == CU_STREAM_LEGACY) {
+    f.unknown = true;
+    return f;
+  }
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t id = 0;
+  if (query == nullptr || query(stream, &status, &id) != CUDA_SUCCESS ||
+      status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {
+    f.unknown = true;
+    return f;
+  }
+  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE) return f;
+  CaptureTable::Capture capture;
+  if (!captures().find(id, &capture)) {
+    f.unknown = true;
+    return f;
+  }
+  f.captured = true;
+  f.id = id;
+  f.ordinal = capture.ordinal;
+  f.node = capture.nodes->fetch_add(1, std::memory_order_relaxed);
+  f.sites = capture.sites;
+  return f;
+}
+
+// ---- probing ----------------------------------------------------------------
+
+// Makes the device resources at the first launch made while nothing
+// captures, probed or not: a job whose first probed launch is captured
+// (the module cannot be loaded during a capture) still gets its probes.
+// One acquire load once they are made.
+void prepareDevice() {
+  if (device().state() != TensorDevice::State::kNone || captureTracker().anyActive()) return;
+  CaptureFacts eager;
+  (void)deviceReadyFor(eager, /*count_skips=*/false);
+}
+
+bool deviceReady(const CaptureFacts& capture) { return deviceReadyFor(capture, true); }
+
+// Fingerprints the ranges of `scan` after the launch and describes the site.
+void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
+  const DeviceResources& dev = device().resources();
+  const uint64_t site = g_next_site.fetch_add(1, std::memory_order_relaxed);
+  uint16_t status = 0;
+  uint32_t replay_first = 0, replay_last = UINT32_MAX;
+  if (p.capture.captured) {
+    const IndexRange window = settings().rules.replayWindow(p.facts);
+    replay_first = static_cast<uint32_t>(std::min<uint64_t>(window.first, UINT32_MAX));
+    replay_last = static_cast<uint32_t>(std::min<uint64_t>(window.last, UINT32_MAX));
+    if (p.capture.sites != nullptr) p.capture.sites->fetch_add(1, std::memory_order_relaxed);
+  }
+  // Our launches go on the probed launch's stream, as it named it: stream 0
+  // of a _ptsz entry point is the thread's stream.
+  const CUstream stream = p.per_thread && p.stream == nullptr ? CU_STREAM_PER_THREAD : p.stream;
+  FingerprintParams& fp = scratch.fingerprint;
+  for (uint32_t begin = 0; status == 0 && begin < scan.range_count; begin += kMaxRangesPerLaunch) {
+    const uint32_t n = std::min(kMaxRangesPerLaunch, scan.range_count - begin);
+    // A captured fingerprint launch counts its own executions (its replay
+    // index) in a SiteState of its own; a site with more ranges than one
+    // launch takes has several launches, each with its own count, all equal
+    // to the replay index.
+    uint64_t site_state = 0;
+    if (p.capture.captured) {
+      const uint32_t index = g_next_site_state.fetch_add(1, std::memory_order_relaxed);
+      if (index >= dev.site_capacity) {
+        status = 5;  // site_states_full: the site is described, not observed
+        count(kSkipSiteStates);
+        break;
+      }
+      site_state = dev.site_states + uint64_t{index} * sizeof(::tcgd::tensor::SiteState);
+    }
+    fp.site = site;
+    fp.slots = dev.slots;
+    fp.ring_host = dev.ring_host;
+    fp.ring_device = dev.ring_device;
+    fp.site_state = site_state;
+    fp.capacity = dev.capacity;
+    fp.replay_first = replay_first;
+    fp.replay_last = replay_last;
+    fp.range_count = n;
+    uint32_t chunks = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const SiteBlobRange& r = scan.ranges[begin + i];
+      FingerprintRange& f = fp.ranges[i];
+      f.ptr = r.ptr;
+      f.bytes = r.bytes;
+      f.first_chunk = chunks;
+      f.chunks = static_cast<uint32_t>(std::max<uint64_t>(1, (r.bytes + kChunkBytes - 1) / kChunkBytes));
+      f.index = static_cast<uint16_t>(begin + i);
+      f.dtype = r.dtype;
+      f.reserved = 0;
+      f.reserved2 = 0;
+      chunks += f.chunks;
+    }
+    fp.total_chunks = chunks;
+    if (device().launch(&fp, stream) != CUDA_SUCCESS) {
+      status = 6;  // launch_failed
+      count(kSkipLaunchFailed);
+    }
+  }
+
+  const uint64_t params_blob =
+      p.params_bytes != 0 ? internParams(p.kernel->handle, p.params, p.params_bytes) : 0;
+  SiteBlobHeader h{};
+  h.magic = proto::kSiteBlobMagic;
+  h.kind = static_cast<uint16_t>(p.kind);
+  h.range_count = static_cast<uint16_t>(scan.range_count);
+  h.pointer_count = static_cast<uint16_t>(scan.pointer_count);
+  h.status = status;
+  h.device = dev.device;
+  h.site = site;
+  h.function = p.kernel->handle;
+  h.invocation = p.invocation;
+  h.stream = reinterpret_cast<uintptr_t>(p.stream);
+  h.capture_id = p.capture.id;
+  h.capture = p.capture.captured ? p.capture.ordinal + 1 : 0;
+  h.node = p.capture.captured ? p.capture.node : 0;
+  if (p.launch != nullptr) {
+    std::copy(p.launch->grid, p.launch->grid + 3, h.grid);
+    std::copy(p.launch->block, p.launch->block + 3, h.block);
+    h.shared_mem = p.launch->shared_mem;
+  }
+  h.rule = static_cast<uint32_t>(p.rule);
+  h.replay_first = replay_first;
+  h.replay_last = replay_last;
+  h.params_blob = params_blob;
+  h.params_bytes = p.params_bytes;
+  h.ranges_dropped = scan.ranges_dropped;
+  h.copy_bytes = p.copy_bytes;
+  h.copy_source = p.copy_source;
+  h.copy_kind = p.copy_kind;
+  const size_t bytes = proto::siteBlobBytes(scan.range_count, scan.pointer_count);
+  std::memcpy(scratch.blob, &h, sizeof(h));
+  std::memcpy(scratch.blob + sizeof(h), scan.ranges, scan.range_count * sizeof(SiteBlobRange));
+  std::memcpy(scratch.blob + sizeof(h) + scan.range_count * sizeof(SiteBlobRange), scan.pointers,
+              scan.pointer_count * sizeof(SiteBlobPointer));
+  uint64_t blob = 0;
+  if (!agent::emitBlob(BlobKind::kTensorSite, scratch.blob, static_cast<uint32_t>(bytes), &blob) ||
+      !agent::emit(kRecordTensorSite, RecordClass::kTensor, static_cast<uint8_t>(p.kind), blob, site,
+                   p.kernel->handle, p.invocation, h.stream)) {
+    count(kSkipPushFailed);
+    return;
+  }
+  count(kCounterSites);
+  if (scan.ranges_dropped != 0)
+    for (uint32_t i = 0; i < scan.ranges_dropped; ++i) count(kRangesDropped);
+  for (uint32_t i = 0; i < scan.ranges_truncated; ++i) count(kRangesTruncated);
+}
+
+void resetProbesInChild() {
+  g_params.reset();
+  g_next_site.store(1, std::memory_order_relaxed);
+  g_next_site_state.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace tcgd::collectors::tensor::detail
