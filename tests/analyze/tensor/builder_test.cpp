@@ -137,11 +137,15 @@ TEST(TensorOnRecorderBundles, HashOnlyAndIncompleteObservations) {
     TensorBundleBuilder b;
     b.run(name);
     b.kernel(kScale, kScaleName, kFamilyKernel, 0);
+    b.kernel(kSum, kSumName, kFamilyKernel, 0);
     for (int step = 0; step < 3; ++step) {
       b.point("step");
       const uint64_t site = b.eagerLaunch(kScale, {b.range(0x1000, 256, 0, 0)});
       ObservationStats stats = ObservationStats::hashOnly(hash + static_cast<uint64_t>(step));
       b.observe(site, 0, 0, incomplete ? stats.incomplete() : stats);
+      // A reader of what it wrote (differences nothing reads are scratch).
+      const uint64_t reader = b.eagerLaunch(kSum, {b.range(0x1000, 256, 0, 0)});
+      b.observe(reader, 0, 0, incomplete ? stats.incomplete() : stats);
     }
     return b.write(dir.file(name + ".tcgd-tensor")).path;
   };
@@ -150,10 +154,10 @@ TEST(TensorOnRecorderBundles, HashOnlyAndIncompleteObservations) {
   EXPECT_EQ(runAnalyze({"tensor", "first-divergence", a, b}).exit_code, 1);
   const JsonValue told = parsed(runAnalyze({"tensor", "first-divergence", a, b, "--json", "--hash-only", "inconclusive"}));
   EXPECT_EQ(told["result"].asString(), "match");
-  EXPECT_EQ(told["compared"]["inconclusive"].asU64(), 3u);
+  EXPECT_EQ(told["compared"]["inconclusive"].asU64(), 6u);
   // Chunks missing on one side: inconclusive.
   const JsonValue partial = parsed(runAnalyze({"tensor", "first-divergence", a, c, "--json"}));
-  EXPECT_EQ(partial["compared"]["inconclusive"].asU64(), 3u);
+  EXPECT_EQ(partial["compared"]["inconclusive"].asU64(), 6u);
   EXPECT_EQ(partial["result"].asString(), "match");
 }
 

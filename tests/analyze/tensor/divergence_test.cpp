@@ -88,10 +88,11 @@ TEST(Divergence, EqualRunsDoNotDiverge) {
 }
 
 TEST(Divergence, ThisKernel) {
-  // The graph's k1 computes another y at every replay (always the same one).
+  // The graph's k1 computes another y at every replay (always the same one),
+  // and k2 another z from it.
   const RunComparison c = compare([](int run, uint32_t step, int kernel, uint32_t range) {
     if (run == 1 && kernel == 1 && range == 1) return uint64_t{99};
-    if (run == 1 && kernel == 2 && range == 0) return uint64_t{99};
+    if (run == 1 && kernel == 2) return uint64_t{99 + range};
     return same(run, step, kernel, range);
   });
   ASSERT_TRUE(c.scan.first.has_value());

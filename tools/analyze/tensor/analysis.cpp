@@ -25,18 +25,30 @@ std::regex compile(const std::string& pattern, const char* option, bool icase) {
   }
 }
 
-// Observations with equal bytes among the aligned launches of `pairs`.
-void countEqual(const TensorRun& reference, const TensorRun& candidate, const std::vector<LaunchPair>& pairs,
-                uint64_t* equal, uint64_t* total) {
+// The two runs and which of their ranges are arguments.
+struct ArgumentRuns {
+  const TensorRun& reference;
+  const TensorRun& candidate;
+  const ArgumentMap& reference_arguments;
+  const ArgumentMap& candidate_arguments;
+};
+
+// Observations with equal bytes among the aligned launches of `pairs`
+// (arguments paired as the comparison pairs them; ghosts left out).
+void countEqual(const ArgumentRuns& runs, const std::vector<LaunchPair>& pairs, uint64_t* equal, uint64_t* total) {
   for (const LaunchPair& pair : pairs) {
     if (!pair.both()) continue;
-    const RunLaunch& a = reference.launches()[pair.reference];
-    const RunLaunch& b = candidate.launches()[pair.candidate];
-    const RunSite& sa = reference.site(a.site);
-    const RunSite& sb = candidate.site(b.site);
-    for (uint32_t i = 0; i < sa.range_count && i < sb.range_count; ++i) {
-      const Fingerprint* fa = reference.findObservation(a.site, a.exec, reference.rangesOf(sa)[i].index);
-      const Fingerprint* fb = candidate.findObservation(b.site, b.exec, candidate.rangesOf(sb)[i].index);
+    const RunLaunch& a = runs.reference.launches()[pair.reference];
+    const RunLaunch& b = runs.candidate.launches()[pair.candidate];
+    const RunSite& sa = runs.reference.site(a.site);
+    const RunSite& sb = runs.candidate.site(b.site);
+    PairedRanges used;
+    for (uint32_t i = 0; i < sa.range_count; ++i) {
+      const uint32_t j = partnerRange(runs.reference, runs.reference_arguments, sa, i, runs.candidate,
+                                      runs.candidate_arguments, sb, &used);
+      if (j == kNone32) continue;
+      const Fingerprint* fa = runs.reference.findObservation(a.site, a.exec, runs.reference.rangesOf(sa)[i].index);
+      const Fingerprint* fb = runs.candidate.findObservation(b.site, b.exec, runs.candidate.rangesOf(sb)[j].index);
       if (fa == nullptr || fb == nullptr) continue;
       ++*total;
       *equal += sameBytes(*fa, *fb) ? 1 : 0;
@@ -51,12 +63,14 @@ void countEqual(const TensorRun& reference, const TensorRun& candidate, const st
 // agree: the graph run's warm-up iterations are eager, so when they equal
 // the eager run's first iterations that pairing is right even if every
 // replay differs (a bug from the first replay on).
-double pairingAgreement(const TensorRun& reference, const TensorRun& candidate, const KernelKeys& keys,
-                        const StepPlans& plans, StepPairing pairing, uint64_t* compared) {
+double pairingAgreement(const ArgumentRuns& runs, const KernelKeys& keys, const StepPlans& plans,
+                        StepPairing pairing, uint64_t* compared) {
+  const TensorRun& reference = runs.reference;
+  const TensorRun& candidate = runs.candidate;
   pairing.count = std::min<uint32_t>(pairing.count, 3);
   const Alignment trial = alignRuns(reference, candidate, keys, plans, pairing);
   uint64_t equal = 0, total = 0;
-  countEqual(reference, candidate, trial.pairs, &equal, &total);
+  countEqual(runs, trial.pairs, &equal, &total);
   *compared = total;
   double warmup = 0;
   const int32_t w_cand = static_cast<int32_t>(plans.candidate.warmup.size());
@@ -76,7 +90,7 @@ double pairingAgreement(const TensorRun& reference, const TensorRun& candidate, 
       alignSpans(reference, candidate, keys, g.first_launch, g.end_launch, e.first_launch, e.end_launch, &pairs);
     }
   }
-  countEqual(reference, candidate, pairs, &warm_equal, &warm_total);
+  countEqual(runs, pairs, &warm_equal, &warm_total);
   if (warm_total > 0) warmup = 0.25 * static_cast<double>(warm_equal) / static_cast<double>(warm_total);
   const double launches = static_cast<double>(trial.reference_launches + trial.candidate_launches);
   // Without observations, how well the kernels line up decides.
@@ -111,25 +125,32 @@ RunComparison compareLoadedRuns(TensorRun reference, TensorRun candidate, const 
   Clock::time_point start = Clock::now();
   c.keys = std::make_unique<KernelKeys>(c.reference.get(), c.candidate.get());
   c.key_flags = kernelKeyFlags(*c.keys, options);
+  ArgumentMap::build(*c.reference, *c.candidate, *c.keys, &c.arguments[0], &c.arguments[1]);
   StepPlans plans = planSteps(*c.reference, *c.candidate, *c.keys, options.steps);
   c.timings.plan_s = since(start);
 
   start = Clock::now();
+  const ArgumentRuns runs{*c.reference, *c.candidate, c.arguments[0], c.arguments[1]};
   StepPairing pairing = plans.pairings.front();
-  std::string reason = pairing.given ? "given by --steps" : "the only pairing the step counts allow";
+  std::string reason = pairing.given ? "given by --steps"
+                       : plans.counts_decide ? plans.pairing_reason
+                                             : "the only pairing the step counts allow";
   if (!pairing.given && plans.pairings.size() > 1) {
     double best = -1;
     for (const StepPairing& candidate_pairing : plans.pairings) {
       uint64_t compared = 0;
-      const double score = pairingAgreement(*c.reference, *c.candidate, *c.keys, plans, candidate_pairing, &compared);
-      c.pairing_trials.push_back(fmt::format("offset {:+}: agreement {} over {} observations of the first steps",
-                                             candidate_pairing.offset, percent(score), compared));
-      if (score > best) {
+      const double score = pairingAgreement(runs, *c.keys, plans, candidate_pairing, &compared);
+      // A score, not a share: 0.5 + half the share of equal observations,
+      // plus up to 0.25 for the warm-up iterations (pairingAgreement).
+      c.pairing_trials.push_back(fmt::format("offset {:+}: score {:.3f} over {} observations of the first steps",
+                                             candidate_pairing.offset, score, compared));
+      if (score > best && !plans.counts_decide) {
         best = score;
         pairing = candidate_pairing;
       }
     }
-    reason = fmt::format("the best agreement of {} offsets tried on the first steps", plans.pairings.size());
+    if (!plans.counts_decide)
+      reason = fmt::format("the best agreement of {} offsets tried on the first steps", plans.pairings.size());
   }
   c.alignment = alignRuns(*c.reference, *c.candidate, *c.keys, std::move(plans), pairing);
   c.alignment.pairing_reason = reason;
@@ -143,8 +164,8 @@ RunComparison compareLoadedRuns(TensorRun reference, TensorRun candidate, const 
   }
 
   start = Clock::now();
-  c.flows[0] = Dataflow::build(*c.reference);
-  c.flows[1] = Dataflow::build(*c.candidate);
+  c.flows[0] = Dataflow::build(*c.reference, &c.arguments[0]);
+  c.flows[1] = Dataflow::build(*c.candidate, &c.arguments[1]);
   c.timings.dataflow_s = since(start);
 
   start = Clock::now();

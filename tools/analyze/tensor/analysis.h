@@ -44,6 +44,7 @@ struct RunComparison {
   std::unique_ptr<KernelKeys> keys;
   std::vector<uint8_t> key_flags;
   Alignment alignment;
+  ArgumentMap arguments[2];  // which ranges are arguments, which ghosts
   Dataflow flows[2];
   DivergenceScan scan;
   // How the pairing of steps was chosen, one line per trial.
@@ -51,7 +52,7 @@ struct RunComparison {
   AnalysisTimings timings;
 
   RunPair runs() const {
-    return RunPair{*reference, *candidate, *keys, alignment, flows[0], flows[1], key_flags};
+    return RunPair{*reference, *candidate, *keys, alignment, flows[0], flows[1], arguments[0], arguments[1], key_flags};
   }
   // Whether the comparison found a divergence that sets exit code 1.
   bool diverges() const { return scan.diverges(); }

@@ -23,6 +23,23 @@ bool unmatchedLaunch(const RunPair& runs, int side, uint32_t launch) {
   return pair != kNone32 && !runs.alignment.pairs[pair].both();
 }
 
+bool writeWithoutCounterpart(const RunPair& runs, int side, uint32_t launch) {
+  if (launch == kNone32) return false;
+  if (unmatchedLaunch(runs, side, launch)) return true;
+  if (runs.alignment.pair_of[side][launch] != kNone32) return false;
+  // Before the compared steps (the eager run's first iteration starts at
+  // the graph's first kernel, so what the program does ahead of it, such as
+  // zeroing a buffer, falls before): a write of a kernel that this side
+  // launches without counterpart in the compared steps is the first of a
+  // write the other side never does.
+  const uint32_t key = runs.keyOf(side, launch);
+  for (const LaunchPair& p : runs.alignment.pairs) {
+    const uint32_t l = side == 0 ? p.reference : p.candidate;
+    if (!p.both() && l != kNone32 && runs.keyOf(side, l) == key) return true;
+  }
+  return false;
+}
+
 WriterInfo writerInfo(const RunPair& runs, int side, uint32_t launch) {
   WriterInfo info;
   info.launch = launch;
@@ -112,6 +129,36 @@ int32_t stepOfLaunch(const RunPair& runs, int side, uint32_t launch) {
 
 constexpr int32_t kNoStep = INT32_MIN;
 
+// Whether the launch that wrote `rc` before this one wrote only part of it,
+// on either side (dataflow.h: kOverlapped).
+bool partialWrite(const RunPair& runs, const RangeCompare& rc) {
+  const auto overlapped = [](const Dataflow& flow, uint32_t o) {
+    return o != kNone32 && (flow.flags(o) & Dataflow::kOverlapped) != 0;
+  };
+  return overlapped(runs.reference_flow, rc.reference_obs) || overlapped(runs.candidate_flow, rc.candidate_obs);
+}
+
+// Whether an aligned pair has an argument that differs.
+bool pairDiffers(const RunPair& runs, uint32_t pair, const DivergenceOptions& options) {
+  if (pair == kNone32 || !runs.alignment.pairs[pair].both()) return true;
+  const LaunchComparison lc = compareLaunches(runs, pair, options.metrics, false);
+  return lc.different > 0 || (options.strict && lc.inconclusive > 0);
+}
+
+// The launch whose write the bytes of observation `o` show, past writes
+// that covered part of them only (those are followed back to the state
+// before, which holds the rest).
+uint32_t producer(const Dataflow& flow, uint32_t o) {
+  for (int hops = 0; o != kNone32 && hops < 64; ++hops) {
+    if ((flow.flags(o) & Dataflow::kOverlapped) != 0) {
+      o = flow.before(o);
+      continue;
+    }
+    return flow.wrote(o) || (flow.flags(o) & Dataflow::kFirstSeen) != 0 ? flow.launchOf(o) : flow.writer(o);
+  }
+  return kNone32;
+}
+
 // The latest earlier launch of the reference's kernel (the same kernel, the
 // same argument) that saw the bytes the candidate read: its step, or kNoStep.
 int32_t counterpartStepWithValue(const RunPair& runs, uint32_t reference_launch, const RangeCompare& rc,
@@ -124,7 +171,8 @@ int32_t counterpartStepWithValue(const RunPair& runs, uint32_t reference_launch,
     const RunSite& site = run.site(launch.site);
     for (uint32_t i = 0; i < site.range_count; ++i) {
       const SiteRange& r = run.rangesOf(site)[i];
-      if (r.param != rc.param || (r.param >= 0 && r.offset != rc.offset)) continue;
+      const uint32_t offset = runs.reference_arguments.pairOffset(run.rangeIndex(site, i));
+      if (offset != (rc.param < 0 ? ArgumentMap::kDestination : rc.offset)) continue;
       const Fingerprint* seen = run.findObservation(launch.site, launch.exec, r.index);
       if (seen != nullptr && sameBytes(*seen, value)) return stepOfLaunch(runs, 0, l);
     }
@@ -149,13 +197,14 @@ bool findNondeterminism(const RunPair& runs, int side, uint32_t launch_index, ui
     uint64_t before = 0x9e3779b97f4a7c15ull ^ s.params_blob, after = 0;
     bool complete = true;
     for (uint32_t i = 0; i < s.range_count && complete; ++i) {
+      if (runs.arguments(side).ghost(run.rangeIndex(s, i))) continue;  // not the kernel's
       const uint32_t o = run.find(site_index, exec, run.rangesOf(s)[i].index);
       if (o == kNone32) {
         complete = false;
         break;
       }
       const uint32_t b = flow.before(o);
-      if (b == kNone32) {
+      if (b == kNone32 || (flow.flags(o) & Dataflow::kOverlapped) != 0) {
         complete = false;
         break;
       }
@@ -214,6 +263,29 @@ std::vector<std::pair<int32_t, uint64_t>> referenceValues(const RunPair& runs, u
   return values;
 }
 
+// The candidate launch aligned with the reference's writer, in the same
+// step and before the reader, holds the bytes the reader read among its
+// ranges: it wrote them this step, with the values they had before (a
+// rewrite the fingerprints cannot see as a write: a graph replaying the
+// same value). Then the candidate's writer is that launch.
+uint32_t invisibleRewrite(const RunPair& runs, uint32_t reference_writer_pair, uint32_t reader, int32_t step,
+                          const RangeCompare& rc) {
+  if (reference_writer_pair == kNone32 || rc.candidate_range == kNone32) return kNone32;
+  const LaunchPair& wp = runs.alignment.pairs[reference_writer_pair];
+  if (!wp.both() || wp.candidate >= reader) return kNone32;
+  if (stepOfLaunch(runs, 1, wp.candidate) != step) return kNone32;
+  const TensorRun& run = runs.candidate;
+  const RunSite& read_site = run.site(run.launches()[reader].site);
+  const SiteRange& read = run.rangesOf(read_site)[rc.candidate_range];
+  const RunSite& site = run.site(run.launches()[wp.candidate].site);
+  for (uint32_t i = 0; i < site.range_count; ++i) {
+    const SiteRange& r = run.rangesOf(site)[i];
+    if (runs.candidate_arguments.ghost(run.rangeIndex(site, i))) continue;
+    if (r.ptr <= read.ptr && read.ptr + read.bytes <= r.ptr + r.bytes) return wp.candidate;
+  }
+  return kNone32;
+}
+
 }  // namespace
 
 Divergence classifyDivergence(const RunPair& runs, LaunchComparison launch, const DivergenceOptions& options,
@@ -241,8 +313,23 @@ Divergence classifyDivergence(const RunPair& runs, LaunchComparison launch, cons
       }
     }
     set_writers(chosen);
+    const RangeCompare& in = d.launch.ranges[chosen];
+    if (d.writers[0].pair != d.writers[1].pair) {
+      const uint32_t rewrite = invisibleRewrite(runs, d.writers[0].pair, pair.candidate, step_c, in);
+      if (rewrite != kNone32) d.writers[1] = writerInfo(runs, 1, rewrite);
+    }
     const WriterInfo& wr = d.writers[0];
     const WriterInfo& wc = d.writers[1];
+    if (wr.pair != kNone32 && wr.pair == wc.pair && partialWrite(runs, in) &&
+        !pairDiffers(runs, wr.pair, options)) {
+      // Its writers wrote part of it only (a copy into a slice, a kernel
+      // writing a view) and wrote that part alike: the difference is in the
+      // rest, which holds what it held before. Its writers are those of that
+      // earlier state.
+      d.partial_writer = wr.pair;
+      d.writers[0] = writerInfo(runs, 0, producer(runs.reference_flow, in.reference_before));
+      d.writers[1] = writerInfo(runs, 1, producer(runs.candidate_flow, in.candidate_before));
+    }
     if (wr.pair != kNone32 && wr.pair == wc.pair) {
       d.cause = Cause::kUpstream;
       d.chain.push_back(wr.pair);
@@ -255,6 +342,17 @@ Divergence classifyDivergence(const RunPair& runs, LaunchComparison launch, cons
       }
       return d;
     }
+    // Its writer on either side is one of a stretch of kernels that differ
+    // (a branch frozen at capture): control flow, even if the values it
+    // left look like an earlier step's.
+    for (const WriterInfo* w : {&wr, &wc}) {
+      Replacement r;
+      if (w->pair != kNone32 && inReplacement(runs, w->pair, &r)) {
+        d.cause = Cause::kControlFlow;
+        d.replacement = r;
+        return d;
+      }
+    }
     // Stale (an input only: the launch read it): the candidate read what
     // the reference's same kernel saw at an earlier step, or, unless the
     // reference's last write was a fill the candidate lacks (that is a
@@ -264,7 +362,7 @@ Divergence classifyDivergence(const RunPair& runs, LaunchComparison launch, cons
     if (rc.role == RangeRole::kInput) {
       const int32_t seen_at =
           counterpartStepWithValue(runs, pair.reference, rc, runs.candidate.observations()[rc.candidate_obs]);
-      const bool missing_fill = unmatchedLaunch(runs, 0, wr.launch) && fillsMemory(runs, 0, wr.launch);
+      const bool missing_fill = writeWithoutCounterpart(runs, 0, wr.launch) && fillsMemory(runs, 0, wr.launch);
       if ((seen_at != kNoStep && seen_at < step_r) ||
           (!missing_fill && wr.launch != kNone32 && age(step_c, wc) > age(step_r, wr))) {
         d.cause = Cause::kStaleInput;
@@ -272,7 +370,7 @@ Divergence classifyDivergence(const RunPair& runs, LaunchComparison launch, cons
         return d;
       }
     }
-    const int side = unmatchedLaunch(runs, 0, wr.launch) ? 0 : (unmatchedLaunch(runs, 1, wc.launch) ? 1 : -1);
+    const int side = writeWithoutCounterpart(runs, 0, wr.launch) ? 0 : (writeWithoutCounterpart(runs, 1, wc.launch) ? 1 : -1);
     if (side >= 0) {
       const WriterInfo& w = d.writers[side];
       Replacement r;
@@ -281,16 +379,17 @@ Divergence classifyDivergence(const RunPair& runs, LaunchComparison launch, cons
         d.replacement = r;
         return d;
       }
-      const StepAlignment& here = runs.alignment.stepOfPair(w.pair);
       const bool fills = fillsMemory(runs, side, w.launch);
       const TensorRun& run = runs.run(side);
       const bool copy = run.site(run.launches()[w.launch].site).kind == LaunchKind::kCopy;
-      if (!fills && !copy && unmatchedKernels(runs, here) > unmatchedKernels(runs, runs.alignment.steps.front())) {
+      if (!fills && !copy && w.pair != kNone32 &&
+          unmatchedKernels(runs, runs.alignment.stepOfPair(w.pair)) > unmatchedKernels(runs, runs.alignment.steps.front())) {
         d.cause = Cause::kControlFlow;
         d.replacement = Replacement{w.pair, w.pair + 1};
         return d;
       }
       d.cause = Cause::kMissingWrite;
+      d.missing_side = side;
       return d;
     }
     d.cause = Cause::kUpstream;  // written outside what was compared, or by a launch nobody observed

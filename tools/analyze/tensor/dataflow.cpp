@@ -1,5 +1,8 @@
 #include "tensor/dataflow.h"
 
+#include <algorithm>
+#include <utility>
+
 
 namespace tcgd::analyze {
 namespace {
@@ -64,7 +67,11 @@ struct GroupWrite {
 
 }  // namespace
 
-Dataflow Dataflow::build(const TensorRun& run) {
+bool writesWithoutReading(const std::string& demangled) {
+  return demangled.find("FillFunctor") != std::string::npos || demangled.find("fill_kernel") != std::string::npos;
+}
+
+Dataflow Dataflow::build(const TensorRun& run, const ArgumentMap* arguments) {
   Dataflow flow;
   const size_t n = run.observations().size();
   flow.launch_.assign(n, kNone32);
@@ -73,38 +80,99 @@ Dataflow Dataflow::build(const TensorRun& run) {
   flow.writer_.assign(n, kNone32);
   flow.flags_.assign(n, 0);
 
-  // Address ranges and allocations (by base) of every site range.
-  AddressMap keys, bases;
+  // Address ranges of every site range, and the groups of them that share
+  // bytes: ranges whose spans overlap, directly or through others. Not the
+  // allocation (its base): the caching allocator hands the same memory out
+  // again as blocks of other sizes and other bases, and a view of a tensor
+  // is a range at another offset of the same bytes.
+  AddressMap keys;
   std::vector<uint32_t> range_key(run.rangeCount());
-  std::vector<uint32_t> group_of;  // key -> allocation
-  std::vector<uint32_t> group_keys;  // allocation -> distinct ranges
+  std::vector<std::pair<uint64_t, uint64_t>> span;  // key -> [ptr, ptr + bytes)
   for (const RunSite& site : run.sites()) {
     for (uint32_t i = 0; i < site.range_count; ++i) {
       const SiteRange& r = run.rangesOf(site)[i];
       const uint32_t key = keys.intern(r.ptr, r.bytes);
       range_key[run.rangeIndex(site, i)] = key;
-      if (key == group_of.size()) {
-        const uint32_t group = bases.intern(r.base, 0);
-        group_of.push_back(group);
-        if (group == group_keys.size()) group_keys.push_back(0);
-        ++group_keys[group];
-      }
+      if (key == span.size()) span.emplace_back(r.ptr, r.ptr + std::max<uint64_t>(r.bytes, 1));
     }
   }
+  std::vector<uint32_t> group_of(span.size());
+  std::vector<uint32_t> group_keys;                        // group -> distinct ranges
+  std::vector<std::vector<uint32_t>> members;              // group -> its keys
+  std::vector<std::pair<uint64_t, uint64_t>> extent_of;    // group -> [lowest byte, past the highest)
+  {
+    std::vector<uint32_t> by_ptr(span.size());
+    for (uint32_t k = 0; k < by_ptr.size(); ++k) by_ptr[k] = k;
+    std::sort(by_ptr.begin(), by_ptr.end(), [&](uint32_t a, uint32_t b) { return span[a] < span[b]; });
+    for (const uint32_t k : by_ptr) {
+      if (extent_of.empty() || span[k].first >= extent_of.back().second) {
+        extent_of.emplace_back(span[k]);
+        group_keys.push_back(0);
+        members.emplace_back();
+      }
+      const auto g = static_cast<uint32_t>(extent_of.size() - 1);
+      extent_of[g].second = std::max(extent_of[g].second, span[k].second);
+      group_of[k] = g;
+      ++group_keys[g];
+      members[g].push_back(k);
+    }
+  }
+  // Groups in address order, for the sources of copies.
+  std::vector<std::pair<uint64_t, uint32_t>> by_base;
+  by_base.reserve(extent_of.size());
+  for (uint32_t g = 0; g < extent_of.size(); ++g) by_base.emplace_back(extent_of[g].first, g);
   flow.range_count_ = keys.size();
   std::vector<uint32_t> last_obs(keys.size(), kNone32), last_launch(keys.size(), kNone32),
       writer(keys.size(), kNone32);
-  // The last observed bytes of each range (hash, elements): compared here
-  // instead of reading the earlier observation again, which is far back.
-  std::vector<std::pair<uint64_t, uint64_t>> last_bytes(keys.size());
+  // The last observed hash of each range: compared here instead of reading
+  // the earlier observation again, which is far back. The range is the same
+  // bytes, so the hash alone says whether they changed (a copy counts them in
+  // bytes, a kernel in elements).
+  std::vector<uint64_t> last_bytes(keys.size());
   std::vector<std::vector<GroupWrite>> group_writes(group_keys.size());
+
+  // The bytes' latest observation was read afterwards (before they changed).
+  const auto read_latest = [&](uint32_t key) {
+    if (last_obs[key] != kNone32) flow.flags_[last_obs[key]] |= kReadAfter;
+  };
+  // ... and so were those of every other range of the allocation that
+  // overlaps [lo, hi) (a view read at another offset), unless a write through
+  // an overlapping range changed them since they were observed.
+  const auto read_overlapping = [&](uint32_t group, uint64_t lo, uint64_t hi, uint32_t except) {
+    if (group_keys[group] <= 1 && except != kNone32) return;
+    for (const uint32_t k : members[group]) {
+      if (k == except || last_obs[k] == kNone32 || span[k].first >= hi || lo >= span[k].second) continue;
+      const uint64_t a = std::max(lo, span[k].first), b = std::min(hi, span[k].second);
+      bool overwritten = false;
+      for (const GroupWrite& w : group_writes[group]) {
+        if (w.key != k && w.launch > last_launch[k] && w.lo < b && a < w.hi) overwritten = true;
+      }
+      if (!overwritten) read_latest(k);
+    }
+  };
+
+  // Kernels that write without reading, as sets do: ATen's fills (zeros,
+  // zero_, fill_, full), which rewrite equal values as often as not.
+  std::vector<bool> fills(run.kernels().size(), false);
+  for (uint32_t k = 0; k < run.kernels().size(); ++k)
+    fills[k] = writesWithoutReading(run.kernels()[k].demangled);
 
   const auto& launches = run.launches();
   const auto& obs = run.observations();
   for (uint32_t l = 0; l < launches.size(); ++l) {
     const RunLaunch& launch = launches[l];
     const RunSite& site = run.site(launch.site);
-    const bool copy_or_set = site.isCopyOrSet();
+    const bool copy_or_set = site.isCopyOrSet() || fills[site.kernel];
+    if (site.kind == LaunchKind::kCopy && site.copy_kind != 1 && site.copy_bytes > 0) {
+      // A copy from device memory reads its source (not observed: only the
+      // destination is): clone(), .cpu(), a copy into a static input.
+      const uint64_t lo = site.copy_source, hi = site.copy_source + site.copy_bytes;
+      auto it = std::upper_bound(by_base.begin(), by_base.end(), std::make_pair(lo, kNone32));
+      if (it != by_base.begin()) {
+        const uint32_t group = (--it)->second;
+        if (lo < extent_of[group].second) read_overlapping(group, lo, hi, kNone32);
+      }
+    }
     for (uint32_t i = 0; i < site.range_count; ++i) {
       const SiteRange& r = run.rangesOf(site)[i];
       const uint32_t o = run.find(launch.site, launch.exec, r.index);
@@ -121,10 +189,39 @@ Dataflow Dataflow::build(const TensorRun& run) {
           if (w.lo < r.ptr + r.bytes && r.ptr < w.hi && (overlap == kNone32 || w.launch > overlap)) overlap = w.launch;
         }
       }
+      if (arguments != nullptr && arguments->ghost(run.rangeIndex(site, i))) {
+        // A snapshot: the bytes as they are after this launch, which did not
+        // touch them. A change since the earlier observation was made by a
+        // write through an overlapping view, or by a launch nobody observed
+        // doing it.
+        uint8_t flags = kGhost;
+        if (prev == kNone32) {
+          flags |= kFirstSeen;
+          flow.writer_[o] = overlap;
+          writer[key] = overlap;
+        } else {
+          flow.before_[o] = prev;
+          flow.writer_[o] = overlap != kNone32 ? overlap : writer[key];
+          if (obs[o].hash == last_bytes[key] && overlap == kNone32) {
+            // The same bytes: the earlier observation stays the one later
+            // launches read.
+            flow.flags_[o] |= flags;
+            continue;
+          }
+          flow.next_[prev] = o;
+          writer[key] = overlap;
+        }
+        flow.flags_[o] |= flags;
+        last_obs[key] = o;
+        last_launch[key] = l;
+        last_bytes[key] = obs[o].hash;
+        continue;
+      }
       bool wrote = copy_or_set;
       uint8_t flags = 0;
       if (overlap != kNone32 && prev != kNone32) {
         flags = kOverlapped;
+        flow.before_[o] = prev;  // the state before the overlapping write
         flow.writer_[o] = overlap;
         writer[key] = wrote ? l : overlap;
       } else if (prev == kNone32) {
@@ -134,15 +231,32 @@ Dataflow Dataflow::build(const TensorRun& run) {
       } else {
         flow.before_[o] = prev;
         flow.writer_[o] = writer[key];
-        wrote = wrote || obs[o].hash != last_bytes[key].first || obs[o].elements != last_bytes[key].second;
+        wrote = wrote || obs[o].hash != last_bytes[key];
         if (wrote) writer[key] = l;
       }
       if (wrote) flags |= kWrote;
-      flow.flags_[o] = flags;
+      if (!wrote && prev != kNone32) {
+        // Read (or rewritten with the same values): the state it came in
+        // with was looked at. (Bytes first seen tell neither: a fresh
+        // output at an address another tensor had is the common case.)
+        if (overlap == kNone32) read_latest(key);
+        read_overlapping(group, r.ptr, r.ptr + r.bytes, key);
+      } else if (wrote) {
+        // Written: the bytes as observed before are gone, here and in every
+        // range of the allocation this one covers.
+        if (prev != kNone32) flow.flags_[prev] |= kOverwritten;
+        if (group_keys[group] > 1) {
+          for (const uint32_t k : members[group]) {
+            if (k != key && last_obs[k] != kNone32 && r.ptr <= span[k].first && span[k].second <= r.ptr + r.bytes)
+              flow.flags_[last_obs[k]] |= kOverwritten;
+          }
+        }
+      }
+      flow.flags_[o] |= flags;
       if (prev != kNone32) flow.next_[prev] = o;
       last_obs[key] = o;
       last_launch[key] = l;
-      last_bytes[key] = {obs[o].hash, obs[o].elements};
+      last_bytes[key] = obs[o].hash;
       if (wrote && group_keys[group] > 1) {
         std::vector<GroupWrite>& writes = group_writes[group];
         bool found = false;

@@ -1,7 +1,6 @@
 #include "tensor/divergence.h"
 
 #include <algorithm>
-#include <bitset>
 #include <unordered_map>
 
 #include "tensor/divergence_detail.h"
@@ -12,31 +11,14 @@ namespace {
 using divergence_detail::definite;
 using divergence_detail::explainingInputs;
 
-// The candidate range of `site_c` that pairs with reference range `r`: the
-// same parameter and pointer offset (a copy's or set's destination: the
-// first destination). kNone32 when there is none.
-// Ranges of one site, marked as paired: a site has at most
-// tensor::kMaxRangesPerLaunch (96) of them; beyond kMaxRanges they stay
-// unpaired.
-constexpr uint32_t kMaxRanges = 128;
-using Used = std::bitset<kMaxRanges>;
-
-uint32_t partnerRange(const TensorRun& candidate, const RunSite& site_c, const SiteRange& r, Used* used) {
-  const SiteRange* ranges = candidate.rangesOf(site_c);
-  for (uint32_t j = 0; j < site_c.range_count && j < kMaxRanges; ++j) {
-    if (used->test(j)) continue;
-    const SiteRange& c = ranges[j];
-    if (c.param == r.param && (r.param < 0 || c.offset == r.offset)) {
-      used->set(j);
-      return j;
-    }
-  }
-  return kNone32;
-}
-
 struct QuickCounts {
-  uint32_t equal = 0, different = 0, inconclusive = 0, unobserved = 0, unmatched = 0;
+  uint32_t equal = 0, different = 0, inconclusive = 0, unobserved = 0, unmatched = 0, ghosts = 0;
 };
+
+uint32_t partner(const RunPair& runs, const RunSite& sr, uint32_t i, const RunSite& sc, PairedRanges* used) {
+  return partnerRange(runs.reference, runs.reference_arguments, sr, i, runs.candidate, runs.candidate_arguments, sc,
+                      used);
+}
 
 // Compares a pair's observations without building anything: the walk's hot
 // path (most pairs are equal).
@@ -47,10 +29,15 @@ QuickCounts quickCompare(const RunPair& runs, uint32_t pair, const MetricOptions
   const RunLaunch& lc = runs.candidate.launches()[lp.candidate];
   const RunSite& sr = runs.reference.site(lr.site);
   const RunSite& sc = runs.candidate.site(lc.site);
-  Used used;
+  PairedRanges used;
+  uint32_t candidate_ghosts = 0;
   for (uint32_t i = 0; i < sr.range_count; ++i) {
     const SiteRange& r = runs.reference.rangesOf(sr)[i];
-    const uint32_t j = partnerRange(runs.candidate, sc, r, &used);
+    if (runs.reference_arguments.ghost(runs.reference.rangeIndex(sr, i))) {
+      ++counts.ghosts;
+      continue;
+    }
+    const uint32_t j = partner(runs, sr, i, sc, &used);
     if (j == kNone32) {
       ++counts.unmatched;
       continue;
@@ -72,8 +59,28 @@ QuickCounts quickCompare(const RunPair& runs, uint32_t pair, const MetricOptions
       case Verdict::kUnobserved: ++counts.unobserved; break;
     }
   }
-  counts.unmatched += sc.range_count - static_cast<uint32_t>(used.count());
+  for (uint32_t j = 0; j < sc.range_count; ++j) {
+    if (runs.candidate_arguments.ghost(runs.candidate.rangeIndex(sc, j))) ++candidate_ghosts;
+  }
+  counts.ghosts += candidate_ghosts;
+  counts.unmatched += sc.range_count - candidate_ghosts - static_cast<uint32_t>(used.count());
   return counts;
+}
+
+// The bytes observation `obs` shows are written again before its step
+// ends (its next observation is in the same step and wrote them): a
+// workspace or a partial result, consumed or discarded within the step.
+// Bytes that last to the step's end may be what the host reads (a loss's
+// .item() is not observed), so they are never taken for scratch.
+bool overwrittenInStep(const RunPair& runs, int side, uint32_t obs, int32_t step) {
+  const Dataflow& flow = runs.flow(side);
+  if (!flow.overwritten(obs)) return false;
+  const uint32_t next = flow.after(obs);
+  if (next == kNone32 || !flow.wrote(next)) return false;
+  const uint32_t launch = flow.launchOf(next);
+  if (launch == kNone32) return false;
+  const StepPlan& plan = side == 0 ? runs.alignment.plans.reference : runs.alignment.plans.candidate;
+  return plan.stepOf(launch) == step;
 }
 
 }  // namespace
@@ -125,7 +132,7 @@ LaunchComparison compareLaunches(const RunPair& runs, uint32_t pair, const Metri
   const RunLaunch& lc = runs.candidate.launches()[lp.candidate];
   const RunSite& sr = runs.reference.site(lr.site);
   const RunSite& sc = runs.candidate.site(lc.site);
-  Used used;
+  PairedRanges used;
   const auto fill = [&](RangeCompare& rc) {
     const Fingerprint* a = rc.reference_obs == kNone32 ? nullptr : &runs.reference.observations()[rc.reference_obs];
     const Fingerprint* b = rc.candidate_obs == kNone32 ? nullptr : &runs.candidate.observations()[rc.candidate_obs];
@@ -140,9 +147,12 @@ LaunchComparison compareLaunches(const RunPair& runs, uint32_t pair, const Metri
     const Dataflow& fa = runs.reference_flow;
     const Dataflow& fb = runs.candidate_flow;
     const bool wrote = fa.wrote(rc.reference_obs) || fb.wrote(rc.candidate_obs);
-    const bool first_both = (fa.flags(rc.reference_obs) & Dataflow::kFirstSeen) != 0 &&
-                            (fb.flags(rc.candidate_obs) & Dataflow::kFirstSeen) != 0;
-    rc.role = wrote ? RangeRole::kOutput : (first_both ? RangeRole::kUnknown : RangeRole::kInput);
+    // Bytes first seen here on one side and unchanged on the other: the
+    // launch may have written them there (an eager output in a fresh block)
+    // and rewritten the same values here (a replay's output), or read them.
+    const bool first_either = (fa.flags(rc.reference_obs) & Dataflow::kFirstSeen) != 0 ||
+                              (fb.flags(rc.candidate_obs) & Dataflow::kFirstSeen) != 0;
+    rc.role = wrote ? RangeRole::kOutput : (first_either ? RangeRole::kUnknown : RangeRole::kInput);
     rc.reference_before = fa.before(rc.reference_obs);
     rc.candidate_before = fb.before(rc.candidate_obs);
     rc.reference_writer = fa.writer(rc.reference_obs);
@@ -151,13 +161,35 @@ LaunchComparison compareLaunches(const RunPair& runs, uint32_t pair, const Metri
         rc.reference_before == kNone32 ? nullptr : &runs.reference.observations()[rc.reference_before],
         rc.candidate_before == kNone32 ? nullptr : &runs.candidate.observations()[rc.candidate_before], metrics);
   };
+  const auto ghost = [&](int side, const RunSite& site, uint32_t i) {
+    const TensorRun& run = runs.run(side);
+    if (!runs.arguments(side).ghost(run.rangeIndex(site, i))) return false;
+    ++out.ghost;
+    if (detail) {
+      const SiteRange& r = run.rangesOf(site)[i];
+      const RunLaunch& l = side == 0 ? lr : lc;
+      out.ghosts.push_back(GhostRange{side, i, r.offset, run.find(l.site, l.exec, r.index)});
+    }
+    return true;
+  };
+  // The offset a range is paired by (its first argument word) and the
+  // parameter that holds it, for reports.
+  const auto pair_offset = [&](int side, const RunSite& site, uint32_t i) {
+    const uint32_t o = runs.arguments(side).pairOffset(runs.run(side).rangeIndex(site, i));
+    return o == ArgumentMap::kDestination || o == ArgumentMap::kGhost ? uint32_t{runs.run(side).rangesOf(site)[i].offset} : o;
+  };
+  const auto param_of = [&](int side, const RunSite& site, uint32_t i, uint32_t offset) {
+    const SiteRange& r = runs.run(side).rangesOf(site)[i];
+    return r.param < 0 ? int32_t{-1} : paramAt(runs.run(side).kernelOf(site), offset, r.param);
+  };
   for (uint32_t i = 0; i < sr.range_count; ++i) {
     const SiteRange& r = runs.reference.rangesOf(sr)[i];
+    if (ghost(0, sr, i)) continue;
     RangeCompare rc;
     rc.reference_range = i;
-    rc.param = r.param;
-    rc.offset = r.offset;
-    rc.candidate_range = partnerRange(runs.candidate, sc, r, &used);
+    rc.offset = pair_offset(0, sr, i);
+    rc.param = param_of(0, sr, i, rc.offset);
+    rc.candidate_range = partner(runs, sr, i, sc, &used);
     rc.reference_obs = runs.reference.find(lr.site, lr.exec, r.index);
     if (rc.candidate_range == kNone32) {
       ++out.unmatched;
@@ -170,12 +202,13 @@ LaunchComparison compareLaunches(const RunPair& runs, uint32_t pair, const Metri
     out.ranges.push_back(rc);
   }
   for (uint32_t j = 0; j < sc.range_count; ++j) {
-    if (j < kMaxRanges && used.test(j)) continue;
+    if (j < kMaxPairedRanges && used.test(j)) continue;
+    if (ghost(1, sc, j)) continue;
     const SiteRange& c = runs.candidate.rangesOf(sc)[j];
     RangeCompare rc;
     rc.candidate_range = j;
-    rc.param = c.param;
-    rc.offset = c.offset;
+    rc.offset = pair_offset(1, sc, j);
+    rc.param = param_of(1, sc, j, rc.offset);
     rc.candidate_obs = runs.candidate.find(lc.site, lc.exec, c.index);
     ++out.unmatched;
     out.ranges.push_back(rc);
@@ -209,6 +242,7 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
   };
   std::vector<uint32_t> random_of_key(runs.keys.size(), kNone32);
   std::unordered_map<uint64_t, uint32_t> cell_index;  // (step, key) -> scan.cells
+  std::unordered_map<uint32_t, uint32_t> random_index;  // key -> scan.random_kernels
   const auto collecting = [&] { return !scan.first || scan.next.size() < options.next; };
   const auto add = [&](Divergence d) {
     if (!scan.first) {
@@ -242,9 +276,18 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
       scan.inconclusive += q.inconclusive;
       scan.unobserved += q.unobserved;
       scan.unmatched += q.unmatched;
+      scan.ghosts += q.ghosts;
       scan.step_observations[s] += q.equal + q.different + q.inconclusive;
       scan.step_different[s] += q.different;
       scan.step_inconclusive[s] += q.inconclusive;
+      if (runs.random(0, pair.reference) || runs.random(1, pair.candidate)) {
+        const uint32_t key = runs.keyOf(0, pair.reference);
+        const auto [it, fresh] = random_index.try_emplace(key, static_cast<uint32_t>(scan.random_kernels.size()));
+        if (fresh) scan.random_kernels.push_back(RandomKernelCount{key, 0, 0, p});
+        RandomKernelCount& r = scan.random_kernels[it->second];
+        ++r.launches;
+        r.diverging += q.different > 0 ? 1 : 0;
+      }
       if (q.different == 0 && q.inconclusive == 0) continue;
       {
         const uint64_t cell_key = (uint64_t{s} << 32) | runs.keyOf(0, pair.reference);
@@ -314,29 +357,42 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
           }
         }
       }
-      // Only scratch differs: bytes both runs overwrite, with equal values,
-      // before anything reads them.
+      // Only differences nothing reads: in both runs no later launch reads
+      // the bytes this launch left (nor a copy from them) before they change
+      // again or the run ends, and either they are all written again within
+      // the same step or they differed already before this launch (first seen here, or
+      // after a write through an overlapping range: not known). Garbage that
+      // memory reuse leaves in a workspace (cuBLAS's, attention's), in an
+      // output before the kernel that fills it (a split-K GEMM's output
+      // before its reduction), in a buffer freed unread. A difference a
+      // launch makes from equal bytes and that lasts to the end of the run is
+      // never set aside: the host may read it (.item() and .cpu() copies are
+      // not observed).
+      const int32_t pair_step[2] = {step.reference_step, step.candidate_step};
       bool scratch = true;
       bool any = false;
+      const auto unknown_before = [](const Dataflow& flow, uint32_t obs, uint32_t before) {
+        return before == kNone32 || (flow.flags(obs) & Dataflow::kOverlapped) != 0;
+      };
       for (const RangeCompare& rc : lc.ranges) {
         if (!definite(rc.after, options.strict)) continue;
         any = true;
-        const uint32_t nr = runs.reference_flow.after(rc.reference_obs);
-        const uint32_t nc = runs.candidate_flow.after(rc.candidate_obs);
-        if (rc.role == RangeRole::kInput || nr == kNone32 || nc == kNone32 || !runs.reference_flow.wrote(nr) ||
-            !runs.candidate_flow.wrote(nc)) {
-          scratch = false;
-          break;
-        }
-        const uint32_t lr = runs.reference_flow.launchOf(nr), lcand = runs.candidate_flow.launchOf(nc);
-        const uint32_t pr = lr == kNone32 ? kNone32 : alignment.pair_of[0][lr];
-        if (pr == kNone32 || lcand == kNone32 || pr != alignment.pair_of[1][lcand] ||
-            !sameBytes(runs.reference.observations()[nr], runs.candidate.observations()[nc])) {
+        const Dataflow& fr = runs.reference_flow;
+        const Dataflow& fc = runs.candidate_flow;
+        const bool unread = rc.reference_obs != kNone32 && rc.candidate_obs != kNone32 &&
+                            !fr.readAfter(rc.reference_obs) && !fc.readAfter(rc.candidate_obs);
+        const bool gone = unread && overwrittenInStep(runs, 0, rc.reference_obs, pair_step[0]) &&
+                          overwrittenInStep(runs, 1, rc.candidate_obs, pair_step[1]);
+        const bool differed = unknown_before(fr, rc.reference_obs, rc.reference_before) ||
+                              unknown_before(fc, rc.candidate_obs, rc.candidate_before) ||
+                              rc.before.verdict != Verdict::kEqual;
+        if (!unread || !(gone || differed)) {
           scratch = false;
           break;
         }
       }
       if (any && scratch) {
+        if (scan.first_scratch == kNone32) scan.first_scratch = p;
         ++scan.scratch_only;
         continue;
       }

@@ -31,9 +31,10 @@
 //  - this kernel: inputs and parameters equal, an output differs;
 //  - inconclusive (with --strict only): the hashes differ but the statistics
 //    agree within tolerance.
-// A launch whose only differences are in bytes that both runs overwrite
-// with equal values before anything reads them (scratch) is not a
-// divergence; it is counted.
+// A launch whose only differences are in bytes that nothing reads
+// afterwards and that differed before it already (scratch: garbage memory
+// reuse leaves in workspaces and buffers not yet filled) is not a
+// divergence; it is counted (dataflow.h: kReadAfter).
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,7 @@
 #include <vector>
 
 #include "tensor/alignment.h"
+#include "tensor/arguments.h"
 #include "tensor/dataflow.h"
 #include "tensor/kernel_keys.h"
 #include "tensor/metrics.h"
@@ -85,10 +87,22 @@ struct RangeCompare {
   FingerprintDiff before;
 };
 
+// A ghost range of one side (arguments.h): a stale pointer word the kernel
+// does not use; never compared.
+struct GhostRange {
+  int side = 0;
+  uint32_t range = kNone32;  // index among the site's ranges
+  uint32_t offset = 0;       // the pointer word's offset (the range's first)
+  uint32_t obs = kNone32;
+};
+
 struct LaunchComparison {
   uint32_t pair = kNone32;  // into Alignment::pairs
-  std::vector<RangeCompare> ranges;  // ranges of both sites; one side kNone32 when unmatched
-  uint32_t equal = 0, different = 0, inconclusive = 0, unobserved = 0, unmatched = 0;
+  // Argument ranges of both sites; one side kNone32 when unmatched (no
+  // argument of the other side at that offset with that extent and dtype).
+  std::vector<RangeCompare> ranges;
+  std::vector<GhostRange> ghosts;  // filled with `detail`
+  uint32_t equal = 0, different = 0, inconclusive = 0, unobserved = 0, unmatched = 0, ghost = 0;
 };
 
 // Where a range's last write happened, on one side.
@@ -118,6 +132,11 @@ struct Divergence {
   // inputs and different outputs.
   int nondeterministic_side = -1;
   uint32_t nondeterministic_launches[2] = {kNone32, kNone32};
+  // The aligned writers wrote part of the argument alike (a copy into a
+  // slice): the writers above are those of the state before (kNone32: not so).
+  uint32_t partial_writer = kNone32;
+  // Missing write: the side (0, 1) whose write the other lacks.
+  int missing_side = -1;
   // Upstream: pairs followed back, the root last, and the root's cause.
   std::vector<uint32_t> chain;
   Cause root_cause = Cause::kThisKernel;
@@ -147,18 +166,30 @@ struct StepKernelCell {
   uint64_t inconclusive = 0;
 };
 
+// A random-number kernel met in the compared steps: how many of its aligned
+// launches differ (the two runs drew other numbers) and how many agree.
+struct RandomKernelCount {
+  uint32_t key = 0;
+  uint64_t launches = 0;
+  uint64_t diverging = 0;
+  uint32_t first_pair = kNone32;  // its first aligned launch
+};
+
 // What one walk over the aligned pairs found.
 struct DivergenceScan {
   std::optional<Divergence> first;    // the first divergence not explained by random numbers
   std::vector<Divergence> next;       // those after it
   std::vector<Divergence> random;     // random-number kernels that diverge (one per kernel key, first launch)
+  std::vector<RandomKernelCount> random_kernels;  // every random-number kernel compared, in the order met
   uint64_t explained_by_random = 0;   // diverging launches explained by random numbers
-  uint64_t scratch_only = 0;          // diverging launches whose differences were overwritten unread
+  uint64_t scratch_only = 0;          // diverging launches whose differences nothing reads and they did not make
+  uint32_t first_scratch = kNone32;   // the first of them (pair)
   uint64_t ignored = 0;               // diverging launches of --ignore-kernels
   uint32_t first_inconclusive = kNone32;  // pair
   uint64_t inconclusive_before_first = 0;  // inconclusive pairs before `first`
   // Counts over every compared pair of observations.
   uint64_t observations = 0, equal = 0, different = 0, inconclusive = 0, unobserved = 0, unmatched = 0;
+  uint64_t ghosts = 0;  // ghost ranges of the compared launches (both sides), set aside
   uint64_t launches_compared = 0, launches_different = 0, launches_inconclusive = 0;
   // Per step alignment: different / inconclusive observations.
   std::vector<uint64_t> step_different, step_inconclusive, step_observations;
@@ -174,10 +205,13 @@ struct RunPair {
   const Alignment& alignment;
   const Dataflow& reference_flow;
   const Dataflow& candidate_flow;
+  const ArgumentMap& reference_arguments;
+  const ArgumentMap& candidate_arguments;
   std::vector<uint8_t> key_flags;  // kKey* per kernel key
 
   const TensorRun& run(int side) const { return side == 0 ? reference : candidate; }
   const Dataflow& flow(int side) const { return side == 0 ? reference_flow : candidate_flow; }
+  const ArgumentMap& arguments(int side) const { return side == 0 ? reference_arguments : candidate_arguments; }
   uint32_t launch(int side, uint32_t pair) const {
     return side == 0 ? alignment.pairs[pair].reference : alignment.pairs[pair].candidate;
   }
@@ -185,9 +219,10 @@ struct RunPair {
   bool random(int side, uint32_t launch) const { return (key_flags[keyOf(side, launch)] & kKeyRandom) != 0; }
 };
 
-// The ranges of an aligned pair, matched by parameter and pointer offset,
-// with their observations compared; `detail` adds roles, earlier states and
-// writers.
+// The ranges of an aligned pair, matched by argument offset (arguments.h;
+// a copy's or set's destination with the other's), extent and dtype, with
+// their observations compared; ghost ranges are counted apart. `detail`
+// adds roles, earlier states, writers and the ghosts.
 LaunchComparison compareLaunches(const RunPair& runs, uint32_t pair, const MetricOptions& metrics, bool detail);
 
 DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& options);

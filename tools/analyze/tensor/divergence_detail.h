@@ -18,6 +18,11 @@ std::vector<size_t> explainingInputs(const RunPair& runs, const LaunchComparison
 // counterpart (missing or inserted).
 bool unmatchedLaunch(const RunPair& runs, int side, uint32_t launch);
 
+// Whether the write `launch` of `side` has no counterpart on the other side:
+// an unmatched launch, or one before the compared steps of a kernel that
+// side launches unmatched in them (the first of a write done every step).
+bool writeWithoutCounterpart(const RunPair& runs, int side, uint32_t launch);
+
 WriterInfo writerInfo(const RunPair& runs, int side, uint32_t launch);
 
 bool definite(const FingerprintDiff& diff, bool strict);

@@ -79,6 +79,13 @@ FingerprintDiff compareFingerprints(const Fingerprint* reference, const Fingerpr
   const Tolerance tol = toleranceFor(dtype, options);
   // Chunks missing on a side: its hash and counts cover part of the range.
   if (a.incomplete() || b.incomplete()) return verdict(Verdict::kInconclusive, VerdictReason::kIncomplete, tol);
+  if (a.dtype != b.dtype) {
+    // One side saw the bytes as a copy's destination (hash only), the other
+    // through a typed argument: only the bytes can be compared.
+    if (sameBytes(a, b)) return verdict(Verdict::kEqual, VerdictReason::kHashEqual, tol);
+    return verdict(options.hash_only_inconclusive ? Verdict::kInconclusive : Verdict::kDifferent,
+                   VerdictReason::kHashOnlyBytes, toleranceFor(0, options));
+  }
   if (a.elements != b.elements) {
     return verdict(Verdict::kDifferent, VerdictReason::kElements, tol, static_cast<double>(b.elements),
                    static_cast<double>(a.elements));
@@ -128,6 +135,11 @@ FingerprintDiff compareFingerprints(const Fingerprint* reference, const Fingerpr
                      squares_bound);
   }
   return verdict(Verdict::kInconclusive, VerdictReason::kWithinTolerance, tol);
+}
+
+uint64_t coveredBytes(const Fingerprint& f) {
+  const uint8_t dtype = f.dtype < static_cast<uint8_t>(Dtype::kCount) ? f.dtype : 0;
+  return f.elements * tensor::dtypeBytes(static_cast<Dtype>(dtype));
 }
 
 Moments moments(const Fingerprint& f) {

@@ -90,9 +90,21 @@ struct FingerprintDiff {
 FingerprintDiff compareFingerprints(const Fingerprint* reference, const Fingerprint* candidate,
                                     const MetricOptions& options);
 
-// The fast test: same bytes.
+// Bytes an observation covers, as far as its element count tells: a
+// hash-only observation (dtype unknown: a copy's or a set's destination)
+// counts bytes, a typed one whole elements (a trailing partial element is
+// hashed but not counted).
+uint64_t coveredBytes(const Fingerprint& f);
+
+// The fast test: same bytes. The hash is over the bytes whatever the dtype,
+// so a copy's destination (hash only, counted in bytes) and a kernel's view
+// of the same bytes (float32, counted in elements) are the same bytes when
+// their hashes are equal and their lengths agree.
 inline bool sameBytes(const Fingerprint& a, const Fingerprint& b) {
-  return a.hash == b.hash && a.elements == b.elements;
+  if (a.hash != b.hash) return false;
+  if (a.dtype == b.dtype) return a.elements == b.elements;
+  const uint64_t x = coveredBytes(a), y = coveredBytes(b);
+  return (x > y ? x - y : y - x) < 8;
 }
 
 // Derived statistics of one fingerprint, over its finite elements.

@@ -44,6 +44,10 @@ struct ParamComparison {
 ParamComparison compareParams(const TensorRun& reference, const RunSite& reference_site,
                               const TensorRun& candidate, const RunSite& candidate_site);
 
+// The parameter that holds byte `offset` under the kernel's layout;
+// `fallback` when the layout is unknown or does not cover it.
+int32_t paramAt(const RunKernel& kernel, uint32_t offset, int32_t fallback);
+
 // The word at `offset` of `size` bytes in `params` (0 past the end).
 uint64_t paramWord(std::string_view params, uint32_t offset, uint32_t size);
 

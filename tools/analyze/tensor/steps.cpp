@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <unordered_map>
 
 #include "cli/error.h"
 
@@ -124,19 +125,41 @@ StepPlan replayPlan(const TensorRun& run, const KernelKeys& keys, int side) {
   return plan;
 }
 
+// The iteration counts an eager run paired with `graph_plan` can have: the
+// graph run's replays, and its warm-up iterations and replays (an eager
+// program that ran the warm-up iterations too).
+std::vector<uint32_t> expectedIterations(const StepPlan& graph_plan) {
+  const auto replays = static_cast<uint32_t>(graph_plan.steps.size());
+  std::vector<uint32_t> counts{replays};
+  if (graph_plan.warmup_iterations > 0) counts.push_back(graph_plan.warmup_iterations + replays);
+  return counts;
+}
+
 StepPlan iterationPlan(const TensorRun& run, const KernelKeys& keys, int side, const std::vector<uint32_t>& graph,
-                       const std::string& graph_name) {
+                       const std::string& graph_name, const StepPlan& graph_plan) {
   StepPlan plan;
   plan.method = StepPlan::Method::kIterations;
   const auto n = static_cast<uint32_t>(run.launches().size());
-  for (const uint32_t start : findIterations(keys.launchKeys(side), 0, n, graph)) {
+  uint32_t anchor = kNone32;
+  std::vector<uint32_t> starts =
+      findIterationsByCount(keys.launchKeys(side), 0, n, graph, expectedIterations(graph_plan), &anchor);
+  const bool by_count = !starts.empty();
+  if (!by_count) starts = findIterations(keys.launchKeys(side), 0, n, graph);
+  for (const uint32_t start : starts) {
     RunStep step;
     step.first_launch = start;
     plan.steps.push_back(step);
   }
   closeSteps(&plan, n);
-  plan.description = fmt::format("at each occurrence of {}'s leading kernels ({} iterations)", graph_name,
-                                 plan.steps.size());
+  if (by_count) {
+    plan.description = fmt::format(
+        "at each launch of {} (once in {}, {} times here), moved back to where {}'s first kernel is ({} "
+        "iterations)",
+        keys.shortName(anchor), graph_name, plan.steps.size(), graph_name, plan.steps.size());
+  } else {
+    plan.description = fmt::format("at each occurrence of {}'s leading kernels ({} iterations)", graph_name,
+                                   plan.steps.size());
+  }
   return plan;
 }
 
@@ -307,6 +330,61 @@ std::vector<uint32_t> findIterations(const std::vector<uint32_t>& keys, uint32_t
   return {};
 }
 
+std::vector<uint32_t> findIterationsByCount(const std::vector<uint32_t>& keys, uint32_t begin, uint32_t end,
+                                            const std::vector<uint32_t>& graph, const std::vector<uint32_t>& counts,
+                                            uint32_t* anchor) {
+  if (graph.empty() || end <= begin || counts.empty()) return {};
+  std::unordered_map<uint32_t, uint32_t> in_graph, in_run;
+  for (const uint32_t k : graph) ++in_graph[k];
+  for (uint32_t p = begin; p < end; ++p) {
+    const auto it = in_graph.find(keys[p]);
+    if (it != in_graph.end() && it->second == 1) ++in_run[keys[p]];
+  }
+  // The count that most kernels of the graph, once each there, agree on.
+  size_t best = counts.size(), support = 0;
+  for (size_t c = 0; c < counts.size(); ++c) {
+    if (counts[c] == 0) continue;
+    size_t n = 0;
+    for (const auto& [key, times] : in_run) n += times == counts[c] ? 1 : 0;
+    if (n > support) {
+      support = n;
+      best = c;
+    }
+  }
+  if (best == counts.size()) return {};
+  const uint32_t count = counts[best];
+  // The anchor: the first such kernel in node order.
+  size_t o = 0;
+  while (o < graph.size() && !(in_graph[graph[o]] == 1 && in_run[graph[o]] == count)) ++o;
+  if (o == graph.size()) return {};
+  if (anchor != nullptr) *anchor = graph[o];
+  std::vector<uint32_t> starts;
+  uint32_t floor = begin;
+  for (uint32_t p = begin; p < end; ++p) {
+    if (keys[p] != graph[o]) continue;
+    // Where the graph's first kernel is: o launches back, as in the graph,
+    // or the launch of that kernel nearest to there (an eager-only launch
+    // such as a fill may sit in between); not before the previous anchor.
+    uint32_t start = p >= floor + o ? p - static_cast<uint32_t>(o) : floor;
+    if (o > 0 && keys[start] != graph[0]) {
+      uint32_t found = kNone32, distance = 0;
+      const uint32_t from = start >= floor + 8 ? start - 8 : floor;
+      for (uint32_t q = from; q < p; ++q) {
+        if (keys[q] != graph[0]) continue;
+        const uint32_t d = q > start ? q - start : start - q;
+        if (found == kNone32 || d < distance) {
+          found = q;
+          distance = d;
+        }
+      }
+      if (found != kNone32) start = found;
+    }
+    if (starts.empty() || start > starts.back()) starts.push_back(start);
+    floor = p + 1;
+  }
+  return starts;
+}
+
 StepPlan planSingleRun(const TensorRun& run, const KernelKeys& keys, int side, const StepOptions& options) {
   if (!options.step_point.empty() && !options.no_step_points) {
     requirePoint(run, options.step_point);
@@ -344,7 +422,8 @@ StepPlans planSteps(const TensorRun& reference, const TensorRun& candidate, cons
       const uint32_t capture = (ref_graph ? plans.reference : plans.candidate).step_capture;
       const std::vector<uint32_t> graph = captureKeys(graph_run, capture, keys, graph_side);
       const std::string name = fmt::format("capture {}", capture + 1);
-      StepPlan eager = iterationPlan(ref_graph ? candidate : reference, keys, ref_graph ? 1 : 0, graph, name);
+      StepPlan eager = iterationPlan(ref_graph ? candidate : reference, keys, ref_graph ? 1 : 0, graph, name,
+                                     ref_graph ? plans.reference : plans.candidate);
       if (eager.steps.empty()) {
         throw AnalyzeError(fmt::format(
             "{}: its iterations cannot be found: the leading kernels of {}'s {} ({} first) never occur in it, so "
@@ -368,6 +447,32 @@ StepPlans planSteps(const TensorRun& reference, const TensorRun& candidate, cons
   if (!options.steps.empty()) {
     plans.pairings.push_back(parsePairing(options.steps, e, r));
     return plans;
+  }
+  // An eager run against a graph run: the iteration counts say whether the
+  // eager program ran the graph run's warm-up iterations.
+  if ((plans.reference.method == StepPlan::Method::kIterations) != (plans.candidate.method == StepPlan::Method::kIterations)) {
+    const bool graph_second = plans.reference.method == StepPlan::Method::kIterations;
+    const StepPlan& graph_plan = graph_second ? plans.candidate : plans.reference;
+    const uint32_t eager_steps = graph_second ? e : r, replays = graph_second ? r : e;
+    const uint32_t w = graph_plan.warmup_iterations;
+    const int32_t sign = graph_second ? 1 : -1;
+    if (eager_steps == replays) {
+      addPairing(0, e, r, &plans.pairings);
+      plans.counts_decide = true;
+      plans.pairing_reason = fmt::format(
+          "the iteration counts: the eager run has {} iterations, as many as the graph run's replays{}, so eager step "
+          "k is replay k",
+          eager_steps,
+          w > 0 ? fmt::format("; the graph run's {} warm-up iteration(s) before the capture have no counterpart in it", w)
+                : std::string());
+    } else if (w > 0 && eager_steps == w + replays) {
+      addPairing(sign * static_cast<int32_t>(w), e, r, &plans.pairings);
+      plans.counts_decide = true;
+      plans.pairing_reason = fmt::format(
+          "the iteration counts: the eager run has {} iterations, the graph run's {} warm-up iteration(s) and {} "
+          "replays, so it ran the warm-up too: eager step {} + k is replay k",
+          eager_steps, w, replays, w);
+    }
   }
   addPairing(0, e, r, &plans.pairings);
   if (plans.candidate.warmup_iterations > 0)

@@ -10,9 +10,17 @@
 //    replayed most often), so the eager launches between two replays (the
 //    optimizer outside the graph, the copy into the next replay's static
 //    input) belong to the earlier step;
-//  - and in an eager run at each occurrence of the step graph's leading
-//    kernels (a run of its first kernels that occurs once in the graph): the
-//    eager counterpart of "a replay starts here".
+//  - and in an eager run paired with a graph run, where each iteration's
+//    counterpart of the graph's first node is: the graph run says how many
+//    iterations the eager one should have (its replays, or its warm-up
+//    iterations and replays, when the eager program ran those too), and the
+//    eager run is cut at each launch of an anchor, a kernel that occurs once
+//    in the step graph and exactly that many times in the eager run, moved
+//    back to where the graph's first node would be. Kernels that occur in
+//    some iterations only (a branch the graph froze: relu in even steps,
+//    sigmoid in odd ones) can then never cut it wrong. Without such a
+//    kernel, at each occurrence of the step graph's leading kernels (a run
+//    of its first kernels that occurs once in the graph).
 // Launches before the first step are the prologue (setup; in a graph run the
 // warm-up iterations and the capture): not compared, but their writes count
 // for the dataflow. A graph run's warm-up iterations are therefore never
@@ -20,11 +28,15 @@
 // holding a replay are warm-up too.
 //
 // Pairing: `--steps A=B[:N]` pairs the reference's step A with the
-// candidate's step B (and the N after, default all). Otherwise the plan
-// offers the offsets that can be right (0; the graph run's warm-up iteration
-// count, when the eager run ran those iterations as steps; the difference
-// in step counts) and the alignment picks the one under which the first
-// steps agree best (alignment.h: chooseStepPairing).
+// candidate's step B (and the N after, default all). Otherwise, for an eager
+// run against a graph run, the iteration counts decide when they can: the
+// warm-up iterations are a property of the program, and the graph run has
+// W of them before its R replays. An eager run of R iterations did not run
+// them (eager step k = replay k); one of W + R iterations did (eager step
+// W + k = replay k). When the counts say neither, the plan offers the
+// offsets that can be right (0; W; the difference in step counts) and the
+// comparison picks the one under which the first steps agree best
+// (analysis.cpp).
 #pragma once
 
 #include <cstdint>
@@ -79,6 +91,9 @@ struct StepPlans {
   StepPlan reference;
   StepPlan candidate;
   std::vector<StepPairing> pairings;  // candidates, the first preferred; one when given
+  // The iteration counts chose pairings.front(); `pairing_reason` says how.
+  bool counts_decide = false;
+  std::string pairing_reason;
   std::vector<std::string> notes;
 };
 
@@ -97,5 +112,14 @@ StepPlan planSingleRun(const TensorRun& run, const KernelKeys& keys, int side, c
 // (the step graph's kernel keys in node order). Empty when none is found.
 std::vector<uint32_t> findIterations(const std::vector<uint32_t>& keys, uint32_t begin, uint32_t end,
                                      const std::vector<uint32_t>& graph);
+
+// Exposed for tests: the starts of iterations in `keys` [begin, end) cut at
+// an anchor: a kernel that occurs once in `graph` and, in [begin, end),
+// exactly one of `counts` times (the count most such kernels agree on; the
+// first in `counts` on a tie). `anchor` receives its key. Empty when no
+// kernel qualifies.
+std::vector<uint32_t> findIterationsByCount(const std::vector<uint32_t>& keys, uint32_t begin, uint32_t end,
+                                            const std::vector<uint32_t>& graph, const std::vector<uint32_t>& counts,
+                                            uint32_t* anchor = nullptr);
 
 }  // namespace tcgd::analyze

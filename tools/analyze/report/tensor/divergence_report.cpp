@@ -117,9 +117,25 @@ Report firstDivergenceReport(const RunComparison& c) {
     if (s.different == 0) {
       appendLine(&t, 2, "every aligned observation is equal{}", s.inconclusive > 0 ? " or inconclusive" : "");
     } else {
-      appendLine(&t, 2, "{} observations differ; random numbers (or --ignore-kernels) explain every one of them{}",
-                 s.different, s.scratch_only > 0 ? ", or they are scratch both runs overwrite before reading" : "");
+      std::vector<std::string> why;
+      if (s.scratch_only > 0)
+        why.push_back(fmt::format("{} launch(es) left bytes that differ but that nothing reads before they are "
+                                  "overwritten or dropped (scratch, workspaces, garbage in a buffer not yet filled; "
+                                  "the first: {} in {})",
+                                  s.scratch_only, pairKernel(c, s.first_scratch), pairStepText(c, s.first_scratch)));
+      uint64_t random = 0;
+      for (const RandomKernelCount& r : s.random_kernels) random += r.diverging;
+      if (random > 0 || s.explained_by_random > 0)
+        why.push_back(fmt::format("{} launch(es) of random-number kernels and {} they feed", random, s.explained_by_random));
+      if (s.ignored > 0) why.push_back(fmt::format("{} launch(es) of --ignore-kernels", s.ignored));
+      appendLine(&t, 2, "{} observations differ, none of them a divergence: {}", s.different, fmt::join(why, "; "));
     }
+  }
+  if (s.ghosts > 0) {
+    appendLine(&t, 2,
+               "{} ghost range(s) set aside: pointer words a kernel does not use (a stale copy of a pointer in an "
+               "uninitialized slot of its parameters), found at offsets where its other launches hold none",
+               s.ghosts);
   }
   if (!s.next.empty()) {
     t.push_back('\n');
@@ -130,13 +146,23 @@ Report firstDivergenceReport(const RunComparison& c) {
                  d.argument != kNone32 ? ", " + argumentOf(d) : "");
     }
   }
-  if (!s.random.empty()) {
+  if (!s.random_kernels.empty()) {
     t.push_back('\n');
-    appendLine(&t, 0, "RANDOM NUMBERS (expected to differ; {} diverging launches they explain)", s.explained_by_random);
-    for (const Divergence& d : s.random) {
-      appendLine(&t, 2, "{}: first in {}; feeds {} diverging launch(es)", pairKernel(c, d.pair), pairStepText(c, d.pair),
-                 d.feeds_total);
-      for (const uint32_t f : d.feeds) appendLine(&t, 4, "{} in {}", pairKernel(c, f), pairStepText(c, f));
+    appendLine(&t, 0, "RANDOM NUMBERS (expected to differ; set aside with the {} diverging launch(es) they feed)",
+               s.explained_by_random);
+    for (const RandomKernelCount& r : s.random_kernels) {
+      const Divergence* d = nullptr;
+      for (const Divergence& x : s.random) {
+        if (c.keys->launchKeys(0)[sideLaunch(c, 0, x.pair)] == r.key) d = &x;
+      }
+      if (d == nullptr) {
+        appendLine(&t, 2, "{}: {} launch(es) compared, equal in all (both runs drew the same numbers)",
+                   c.keys->shortName(r.key), r.launches);
+        continue;
+      }
+      appendLine(&t, 2, "{}: {} launch(es) compared, {} differ, the first in {}; feeds {} diverging launch(es)",
+                 c.keys->shortName(r.key), r.launches, r.diverging, pairStepText(c, d->pair), d->feeds_total);
+      for (const uint32_t f : d->feeds) appendLine(&t, 4, "{} in {}", pairKernel(c, f), pairStepText(c, f));
     }
   }
   if (s.first_inconclusive != kNone32) {
@@ -194,6 +220,16 @@ Report firstDivergenceReport(const RunComparison& c) {
   json.endArray();
   json.key("random_kernels").beginArray();
   for (const Divergence& d : s.random) divergenceJson(c, d, json);
+  json.endArray();
+  json.key("random_kernels_compared").beginArray();
+  for (const RandomKernelCount& r : s.random_kernels) {
+    json.beginObject();
+    json.key("kernel").value(c.keys->shortName(r.key));
+    json.key("demangled").value(c.keys->demangled(r.key));
+    json.key("launches").value(r.launches);
+    json.key("diverging").value(r.diverging);
+    json.endObject();
+  }
   json.endArray();
   json.key("inconclusive").beginObject();
   json.key("observations").value(s.inconclusive);

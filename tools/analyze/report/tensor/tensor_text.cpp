@@ -212,11 +212,16 @@ std::string causeText(const RunComparison& c, const Divergence& d) {
           unmatchedNames(c, 0, d.replacement.first_pair, d.replacement.end_pair),
           unmatchedNames(c, 1, d.replacement.first_pair, d.replacement.end_pair));
     case Cause::kMissingWrite: {
-      const int side = d.writers[0].pair != kNone32 && !c.alignment.pairs[d.writers[0].pair].both() ? 0 : 1;
+      const int side = d.missing_side >= 0 ? d.missing_side : 0;
       std::string text = fmt::format("The {} writes {} with {}; the {} has no counterpart of that write, so what it "
                                      "holds there is whatever the memory held before (its last write: {}).",
                                      sideName(side), arg, writerText(c, d, side), sideName(1 - side),
                                      writerText(c, d, 1 - side));
+      if (d.partial_writer != kNone32) {
+        text += fmt::format(" The launches that wrote it last, {} on both sides, wrote part of it only and wrote "
+                            "that part alike; the difference is in the rest.",
+                            kernelName(*c.reference, sideLaunch(c, 0, d.partial_writer)));
+      }
       if (rc != nullptr && rc->reference_obs != kNone32 && rc->candidate_obs != kNone32) {
         const Fingerprint& a = c.reference->observations()[rc->reference_obs];
         const Fingerprint& b = c.candidate->observations()[rc->candidate_obs];
@@ -465,6 +470,13 @@ void comparisonHeaderJson(const RunComparison& c, JsonWriter& json) {
   json.key("unmatched_arguments").value(s.unmatched);
   json.key("explained_by_random").value(s.explained_by_random);
   json.key("scratch_only").value(s.scratch_only);
+  json.key("ghost_ranges").value(s.ghosts);
+  json.key("first_scratch_pair");
+  if (s.first_scratch == kNone32) {
+    json.null();
+  } else {
+    json.value(s.first_scratch);
+  }
   json.key("ignored").value(s.ignored);
   json.endObject();
 }
