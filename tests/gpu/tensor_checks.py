@@ -7,12 +7,18 @@ run unmodified without and with the agent (TCGD_TENSOR=fingerprint), the
     tensor-compile         torch.compile reduce-overhead: cudagraph trees' replays observed
     tensor-two-streams     a capture forking onto a second stream: both branches observed per replay
     tensor-kill            SIGKILL after N synchronized replays: the bundle holds all N
+    tensor-planted-<bug>   the planted bugs of first-divergence, eager and graph (tensor_expect.py)
+
+The checks of a bundle (check_*: a TensorBundle, the program's truth.json and
+expect(ok, text)) are separate from the runs, so the CPU suite replays them on
+the bundles kept in tests/golden/tensor (tests/golden/check_golden_tensor.py).
 """
 import json
 import math
 import subprocess
 import sys
 
+import tensor_expect
 from tensor_bundle import TensorBundle
 
 FINGERPRINT_ENV = {"TCGD_TENSOR": "fingerprint"}
@@ -48,6 +54,21 @@ def same_stats(o, t):
             and close(o["sum"], t["sum"]) and close(o["sum_squares"], t["sum_squares"]))
 
 
+def check_validate(analyze, path, expect):
+    """`tcgd-analyze validate` reads the bundle (exit 1: a finding, such as
+    a recording the recorder finished after the job's death)."""
+    v = subprocess.run([str(analyze), "validate", str(path)], capture_output=True, text=True, timeout=300)
+    expect(v.returncode in (0, 1), f"validate reads it ({v.returncode}: {v.stdout.strip()[:160]})")
+
+
+def check_whole(b, expect):
+    """What every tensor bundle must be: untorn, with a trailer, the probes
+    available."""
+    expect(not b.torn and b.trailer is not None, f"whole, with a trailer ({b.trailer})")
+    expect(not any("unavailable" in (c.get("skipped") or {}) for c in b.counters[-1:]),
+           f"probes available ({b.counters[-1]['skipped'] if b.counters else 'no counters'})")
+
+
 def common(gate, name, argv, env=None, timeout=300):
     """run_pair plus the checks every tensor case makes; returns (case_dir,
     truth, bundle or None, expect, checks, traced)."""
@@ -61,14 +82,19 @@ def common(gate, name, argv, env=None, timeout=300):
     b = None
     if bundles:
         if gate.analyze.exists():
-            v = gate.analyze_json("validate", str(bundles[0]))
-            expect(v.returncode in (0, 1), f"validate reads it ({v.returncode}: {v.stdout.strip()[:160]})")
+            check_validate(gate.analyze, bundles[0], expect)
         b = TensorBundle(str(bundles[0]))
-        expect(not b.torn and b.trailer is not None, f"whole, with a trailer ({b.trailer})")
-        expect(not any("unavailable" in (c.get("skipped") or {}) for c in b.counters[-1:]),
-               f"probes available ({b.counters[-1]['skipped'] if b.counters else 'no counters'})")
+        check_whole(b, expect)
     truth = json.loads(truth_path.read_text()) if truth_path.exists() else {}
     return case_dir, truth, b, expect, checks, traced
+
+
+def run_bundle_check(check, b, truth, expect):
+    """A bundle check; one that crashes is a failed check."""
+    try:
+        check(b, truth, expect)
+    except Exception as e:  # noqa: BLE001
+        expect(False, f"{check.__name__} raised {type(e).__name__}: {e}")
 
 
 def finish(gate, name, checks, traced):
@@ -77,43 +103,49 @@ def finish(gate, name, checks, traced):
     return ok
 
 
+def check_quickstart(b, truth, expect):
+    """After replay 1, every captured kernel's ranges equal a tensor torch
+    saw at that address, and every tensor of the quick start is observed."""
+    # A range is compared with the tensors that lived at its address:
+    # the temporary first_hidden - 5 is freed after relu and its block
+    # taken by square's output, so one address holds two tensors in turn.
+    tensors = truth["tensors"]
+    at = {}
+    for n, t in tensors.items():
+        at.setdefault(t["ptr"], []).append((n, t))
+    sites = captured(b)
+    kernels = [s for s in sites if s["kind"] in (1, 2)]
+    expect(len(kernels) == truth["kernels"],
+           f"{len(kernels)} captured kernel sites == {truth['kernels']} (x*2, -5, relu, square)")
+    obs = b.by_site()
+    compared = wrong = 0
+    seen = set()
+    for s in kernels:
+        for r in s["ranges"]:
+            rows = [o for o in obs.get(s["site"], []) if o["range"] == r["index"] and o["exec"] == 0]
+            if len(rows) != 1:
+                expect(False, f"site {s['site']} range {r['index']}: one observation at replay 0 ({len(rows)})")
+                continue
+            candidates = at.get(r["ptr"], []) + [("minus_five", tensors["minus_five"])]
+            match = next((n for n, t in candidates if same_stats(rows[0], t)), None)
+            compared += 1
+            if match is None:
+                wrong += 1
+                expect(False, f"{b.kernel_name(s)[:60]} range {r['index']} equals a tensor torch saw there: "
+                              f"{rows[0]} vs {[n for n, _ in candidates]}")
+            else:
+                seen.add(match)
+    expect(compared >= 7 and wrong == 0, f"{compared} observations equal torch's tensors ({wrong} differ)")
+    expect(seen == set(tensors), f"every tensor of the quick start observed ({sorted(seen)})")
+
+
 def quickstart(gate, only):
     name = "tensor-quickstart"
     if only and name not in only:
         return
     case_dir, truth, b, expect, checks, traced = common(gate, name, ["quickstart"])
     if b and truth:
-        # A range is compared with the tensors that lived at its address:
-        # the temporary first_hidden - 5 is freed after relu and its block
-        # taken by square's output, so one address holds two tensors in turn.
-        tensors = truth["tensors"]
-        at = {}
-        for n, t in tensors.items():
-            at.setdefault(t["ptr"], []).append((n, t))
-        sites = captured(b)
-        kernels = [s for s in sites if s["kind"] in (1, 2)]
-        expect(len(kernels) == truth["kernels"],
-               f"{len(kernels)} captured kernel sites == {truth['kernels']} (x*2, -5, relu, square)")
-        obs = b.by_site()
-        compared = wrong = 0
-        seen = set()
-        for s in kernels:
-            for r in s["ranges"]:
-                rows = [o for o in obs.get(s["site"], []) if o["range"] == r["index"] and o["exec"] == 0]
-                if len(rows) != 1:
-                    expect(False, f"site {s['site']} range {r['index']}: one observation at replay 0 ({len(rows)})")
-                    continue
-                candidates = at.get(r["ptr"], []) + [("minus_five", tensors["minus_five"])]
-                match = next((n for n, t in candidates if same_stats(rows[0], t)), None)
-                compared += 1
-                if match is None:
-                    wrong += 1
-                    expect(False, f"{b.kernel_name(s)[:60]} range {r['index']} equals a tensor torch saw there: "
-                                  f"{rows[0]} vs {[n for n, _ in candidates]}")
-                else:
-                    seen.add(match)
-        expect(compared >= 7 and wrong == 0, f"{compared} observations equal torch's tensors ({wrong} differ)")
-        expect(seen == set(tensors), f"every tensor of the quick start observed ({sorted(seen)})")
+        run_bundle_check(check_quickstart, b, truth, expect)
     finish(gate, name, checks, traced)
 
 
@@ -186,21 +218,41 @@ def transformer(gate, only):
     gate.rows.append((name, all(c[0] for c in checks), checks, traced_last.seconds if traced_last else 0))
 
 
+def check_compile(b, truth, expect):
+    """cudagraph trees' captured sites observed at several replays, their
+    replay indices without a gap."""
+    sites = captured(b)
+    expect(sites, f"{len(sites)} sites captured by cudagraph trees")
+    obs = b.by_site()
+    execs = {s["site"]: {o["exec"] for o in obs.get(s["site"], [])} for s in sites}
+    most = max((len(v) for v in execs.values()), default=0)
+    expect(most >= 4, f"captured sites observed at up to {most} replays (>= 4 of {truth.get('calls')} calls)")
+    expect(all(v == set(range(len(v))) for v in execs.values() if v),
+           "each captured site's replays are 0, 1, 2, ... without a gap")
+
+
 def compile_case(gate, only):
     name = "tensor-compile"
     if only and name not in only:
         return
     case_dir, truth, b, expect, checks, traced = common(gate, name, ["compile"], timeout=600)
     if b:
-        sites = captured(b)
-        expect(sites, f"{len(sites)} sites captured by cudagraph trees")
-        obs = b.by_site()
-        execs = {s["site"]: {o["exec"] for o in obs.get(s["site"], [])} for s in sites}
-        most = max((len(v) for v in execs.values()), default=0)
-        expect(most >= 4, f"captured sites observed at up to {most} replays (>= 4 of {truth.get('calls')} calls)")
-        expect(all(v == set(range(len(v))) for v in execs.values() if v),
-               "each captured site's replays are 0, 1, 2, ... without a gap")
+        run_bundle_check(check_compile, b, truth, expect)
     finish(gate, name, checks, traced)
+
+
+def check_two_streams(b, truth, expect):
+    """Captured sites on both of the program's streams, one capture, each
+    site observed at every replay."""
+    sites = captured(b)
+    streams = {s["stream"] for s in sites}
+    expect(set(truth["streams"]) <= streams,
+           f"captured sites on both streams ({len(streams)} streams: {sorted(streams)[:3]})")
+    obs = b.by_site()
+    wrong = [s["site"] for s in sites if {o["exec"] for o in obs.get(s["site"], [])} != set(range(truth["replays"]))]
+    expect(sites and not wrong, f"{len(sites)} captured sites each observed at replays 0..{truth['replays'] - 1} "
+                                f"({len(wrong)} not)")
+    expect(len({s["capture"] for s in sites}) == 1, "one capture ordinal for both streams")
 
 
 def two_streams(gate, only):
@@ -209,16 +261,22 @@ def two_streams(gate, only):
         return
     case_dir, truth, b, expect, checks, traced = common(gate, name, ["two-streams"])
     if b and truth:
-        sites = captured(b)
-        streams = {s["stream"] for s in sites}
-        expect(set(truth["streams"]) <= streams,
-               f"captured sites on both streams ({len(streams)} streams: {sorted(streams)[:3]})")
-        obs = b.by_site()
-        wrong = [s["site"] for s in sites if {o["exec"] for o in obs.get(s["site"], [])} != set(range(truth["replays"]))]
-        expect(sites and not wrong, f"{len(sites)} captured sites each observed at replays 0..{truth['replays'] - 1} "
-                                    f"({len(wrong)} not)")
-        expect(len({s["capture"] for s in sites}) == 1, "one capture ordinal for both streams")
+        run_bundle_check(check_two_streams, b, truth, expect)
     finish(gate, name, checks, traced)
+
+
+def check_kill(b, truth, expect):
+    """A job SIGKILLed after truth["replays"] synchronized replays: the
+    recorder finished its bundle (incomplete), every captured site observed
+    at each of those replays."""
+    n = truth["replays"]
+    expect(b.trailer is not None and not b.trailer["complete"],
+           f"finished by the recorder after the kill, incomplete ({b.trailer})")
+    sites = captured(b)
+    obs = b.by_site()
+    execs = [sorted({o["exec"] for o in obs.get(s["site"], [])}) for s in sites]
+    expect(sites and all(e[:n] == list(range(n)) for e in execs),
+           f"{len(sites)} captured sites, each observed at every one of the {n} replays ({execs[:3]})")
 
 
 def kill(gate, only):
@@ -240,15 +298,10 @@ def kill(gate, only):
             break
         time.sleep(0.2)
     expect(len(bundles) == 1, f"one tensor bundle ({len(bundles)})")
+    truth = json.loads(truth_path.read_text()) if truth_path.exists() else {}
+    expect(truth.get("replays") == n, f"truth.json written before the kill ({truth})")
     if bundles:
-        b = TensorBundle(str(bundles[0]))
-        expect(b.trailer is not None and not b.trailer["complete"],
-               f"finished by the recorder after the kill, incomplete ({b.trailer})")
-        sites = captured(b)
-        obs = b.by_site()
-        execs = [sorted({o["exec"] for o in obs.get(s["site"], [])}) for s in sites]
-        expect(sites and all(e[:n] == list(range(n)) for e in execs),
-               f"{len(sites)} captured sites, each observed at every one of the {n} replays ({execs[:3]})")
+        run_bundle_check(check_kill, TensorBundle(str(bundles[0])), {**truth, "replays": n}, expect)
     finish(gate, name, checks, traced)
 
 
@@ -277,23 +330,22 @@ def fingerprint_check(gate, only):
     gate.rows.append((name, all(c[0] for c in checks), checks, time.time() - t0))
 
 
-# The planted bugs of first-divergence (tensor_cases.py), each run eagerly
-# and as a graph under the agent: the expected first divergence, checked by
-# `tcgd-analyze tensor first-divergence` here and, from the bundles kept in
-# tests/golden/tensor, by the CPU suite.
-PLANTED = {
-    "stale-input": {"cause": "stale", "step": 2},
-    "baked-scalar": {"cause": "baked", "step": 1},
-    "frozen-branch": {"cause": "control", "step": 1},
-    "unwritten-padding": {"cause": "missing", "step": 0},
-    "dropout": {"cause": "random", "step": 0},
-    "correct": {"cause": None, "step": None},
+# The bundle checks the CPU suite replays on tests/golden/tensor/<case>/.
+BUNDLE_CASES = {
+    "quickstart": check_quickstart,
+    "compile": check_compile,
+    "two-streams": check_two_streams,
+    "kill": check_kill,
 }
 
 
 def planted(gate, only):
+    """The planted bugs of first-divergence (tensor_cases.py), each run
+    eagerly and as a graph under the agent; `tcgd-analyze tensor
+    first-divergence` must find what tensor_expect.PLANTED says (the CPU
+    suite checks the same on the bundles kept in tests/golden/tensor)."""
     import shutil
-    for bug, want in PLANTED.items():
+    for bug in tensor_expect.PLANTED:
         name = f"tensor-planted-{bug}"
         if only and name not in only and "tensor-planted" not in only:
             continue
@@ -301,6 +353,8 @@ def planted(gate, only):
         for mode in ("eager", "graph"):
             case_dir, truth, b, expect, checks, traced = common(gate, f"{name}-{mode}", [bug, mode])
             checks_all += [(ok, f"{mode}: {what}") for ok, what in checks]
+            if truth:
+                checks_all += [(ok, f"{mode}: {what}") for ok, what in tensor_expect.check_truth(bug, truth)]
             traced_last = traced
             found = job_tensor_bundle(gate, case_dir, "tensor_cases.py")
             if found:
@@ -313,11 +367,10 @@ def planted(gate, only):
         if len(paths) == 2 and gate.analyze.exists():
             p = gate.analyze_json("tensor", "first-divergence", "--json", str(paths["eager"]), str(paths["graph"]))
             (gate.out / "golden-tensor" / bug / "first-divergence.json").write_text(p.stdout + p.stderr)
-            summary = (p.stdout or p.stderr).strip().replace("\n", " ")[:300]
-            want_rc = 0 if want["cause"] in (None, "random") else 1
-            checks_all.append((p.returncode == want_rc and (want["cause"] is None or want["cause"] in p.stdout.lower()),
-                               f"first-divergence exit {p.returncode} (want {want_rc}, cause ~{want['cause']}, "
-                               f"step {want['step']}): {summary}"))
+            checks_all += [(ok, f"first-divergence: {what}")
+                           for ok, what in tensor_expect.check_first_divergence(bug, p)]
+        elif gate.analyze.exists():
+            checks_all.append((False, f"first-divergence: both bundles recorded ({sorted(paths)})"))
         gate.rows.append((name, all(c[0] for c in checks_all), checks_all,
                           traced_last.seconds if traced_last else 0))
 
