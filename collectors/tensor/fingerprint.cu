@@ -3,8 +3,9 @@
 // tensor.md, "Fingerprints", the prose). nvcc compiles it into the fatbin
 // that libtcgd.so embeds (collectors/tensor/fingerprint.cmake).
 //
-// One block of kFingerprintBlockThreads threads reduces one 256 KiB chunk at
-// a time. The work is a stream of 16-byte loads: each thread takes vectors
+// One block of kFingerprintBlockThreads threads reduces one chunk (16 to
+// 256 KiB, by the range's length: fingerprint_abi.h, chunkShiftFor) at a
+// time. The work is a stream of 16-byte loads: each thread takes vectors
 // t, t + 256, ... (coalesced), kUnroll of them in flight (half as many for
 // byte-sized integers), and per vector adds two word hashes (the ALU's main
 // cost: two 64-bit multiplies each) and the vector's elements. The order of
@@ -44,9 +45,9 @@ constexpr uint32_t kNone = 0xffffffffu;
 // range), so its round trips overlap the others' loads.
 constexpr uint32_t kClaimer = kThreads - 32;
 static_assert(kThreads % 32 == 0 && kWarps == 8, "the contract's reduction order assumes 8 warps");
-static_assert(kChunkBytes % (kVectorBytes * kThreads) == 0, "a chunk is whole vector rounds");
-static_assert(kChunkBytes / kVectorBytes * 16 < kNone, "chunk-relative element indices fit 32 bits");
-static_assert(kChunkBytes / kThreads <= 1024, "a thread's integer sums stay far below 2^53");
+static_assert(kMinChunkBytes % (kVectorBytes * kThreads) == 0, "a chunk is whole vector rounds");
+static_assert(kMaxChunkBytes / kVectorBytes * 16 < kNone, "chunk-relative element indices fit 32 bits");
+static_assert(kMaxChunkBytes / kThreads <= 1024, "a thread's integer sums stay far below 2^53");
 
 // The hash's constants (fingerprint_abi.h: wordHash), which hashWord below
 // steps through instead of multiplying j per word.
@@ -625,7 +626,7 @@ __device__ __forceinline__ void writeSlot(const Sink& sink, const ObservationSlo
 struct Chunk {
   const uint8_t* data;  // the chunk's first byte
   uint64_t offset;      // its offset in the range
-  uint32_t bytes;       // its length, <= kChunkBytes
+  uint32_t bytes;       // its length, <= kMaxChunkBytes
   uint32_t index;       // its index within the range
   uint32_t chunks;
   uint32_t range;
@@ -821,10 +822,16 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
         sh.sequence[buf] = claimSlot(ring, sink.capacity);
       }
       Chunk chunk;
+      // The agent sends chunkShiftFor(bytes); a shift outside the bounds is
+      // taken as the nearest bound (never a chunk the sums cannot hold).
+      const uint32_t shift = r.chunk_shift < kMinChunkShift   ? kMinChunkShift
+                             : r.chunk_shift > kMaxChunkShift ? kMaxChunkShift
+                                                              : r.chunk_shift;
+      const uint64_t chunk_bytes = uint64_t{1} << shift;
       chunk.index = c - r.first_chunk;
-      chunk.offset = uint64_t{chunk.index} * kChunkBytes;
+      chunk.offset = uint64_t{chunk.index} << shift;
       const uint64_t left = r.bytes > chunk.offset ? r.bytes - chunk.offset : 0;
-      chunk.bytes = static_cast<uint32_t>(left < kChunkBytes ? left : kChunkBytes);
+      chunk.bytes = static_cast<uint32_t>(left < chunk_bytes ? left : chunk_bytes);
       chunk.data = reinterpret_cast<const uint8_t*>(r.ptr) + chunk.offset;
       chunk.chunks = r.chunks;
       chunk.range = r.index;

@@ -4,7 +4,7 @@
 // anything outside the job, compiled by nvcc and by the host compiler alike.
 //
 // What the kernel does (docs/tensor.md, "Fingerprints"): for every range of
-// one launch, split into fixed chunks of kChunkBytes, it computes a partial
+// one launch, split into chunks (chunkShiftFor), it computes a partial
 // fingerprint per chunk (a content hash and, for a known dtype, element
 // statistics) and writes it as one ObservationSlot into the observation ring:
 // pinned host memory, mapped into the device, that the recorder maps too (a
@@ -107,11 +107,38 @@ TCGD_HOST_DEVICE constexpr uint64_t wordHash(uint64_t j, uint64_t w) {
 
 // ---- the launch ----------------------------------------------------------
 
-// Chunk size of the partial fingerprints: a multiple of 8 (no element and no
-// hash word straddles two chunks). Part of the format: the sum and the sum of
-// squares are added in chunk order, so a different size would change their
-// last bits.
-inline constexpr uint64_t kChunkBytes = 256u << 10;
+// Chunk sizes of the partial fingerprints: a power of two from 16 KiB to
+// 256 KiB, chosen per range from its length alone (chunkShiftFor): the
+// smallest size that splits it into at most kTargetChunks chunks. A range is
+// then spread over many blocks even when it is small (a 256 KiB activation
+// is 16 chunks of 16 KiB, about 2 us each, not one chunk of 21 us for one
+// block), and a large one still takes few slots. A multiple of 8 (no element
+// and no hash word straddles two chunks). Part of the format: the sum and
+// the sum of squares are added in chunk order, so another rule would change
+// their last bits; every other figure is the same for any chunking. Ranges
+// of equal length are chunked alike, so the same tensor gives the same bits
+// in eager and in a graph.
+inline constexpr uint32_t kMinChunkShift = 14;  // 16 KiB
+inline constexpr uint32_t kMaxChunkShift = 18;  // 256 KiB
+inline constexpr uint64_t kMinChunkBytes = uint64_t{1} << kMinChunkShift;
+inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << kMaxChunkShift;
+inline constexpr uint64_t kTargetChunks = 256;
+
+TCGD_HOST_DEVICE constexpr uint32_t chunkShiftFor(uint64_t bytes) {
+  uint32_t shift = kMinChunkShift;
+  while (shift < kMaxChunkShift && ((bytes + (uint64_t{1} << shift) - 1) >> shift) > kTargetChunks) ++shift;
+  return shift;
+}
+
+// max(1, ceil(bytes / 2^shift)): an empty range has one (empty) chunk.
+TCGD_HOST_DEVICE constexpr uint32_t chunkCountFor(uint64_t bytes, uint32_t shift) {
+  const uint64_t n = (bytes + (uint64_t{1} << shift) - 1) >> shift;
+  return n == 0 ? 1u : static_cast<uint32_t>(n);
+}
+
+static_assert(chunkShiftFor(0) == kMinChunkShift && chunkShiftFor(256u << 10) == kMinChunkShift);
+static_assert(chunkShiftFor(4u << 20) == kMinChunkShift && chunkShiftFor((4u << 20) + 1) == kMinChunkShift + 1);
+static_assert(chunkShiftFor(uint64_t{1} << 30) == kMaxChunkShift && chunkCountFor(0, 14) == 1);
 
 // Ranges in one fingerprint launch. A probed launch with more is
 // fingerprinted by several launches (every one on the launch's stream).
@@ -128,13 +155,20 @@ struct FingerprintRange {
   uint64_t ptr;          // device address of the range's first byte
   uint64_t bytes;        // bytes to fingerprint (0: an empty range, one slot)
   uint32_t first_chunk;  // this range's first chunk among the launch's chunks
-  uint32_t chunks;       // max(1, ceil(bytes / kChunkBytes))
+  uint32_t chunks;       // chunkCountFor(bytes, chunk_shift)
   uint16_t index;        // the range's index within its site (ObservationSlot::range)
   uint8_t dtype;         // Dtype
-  uint8_t reserved;
+  uint8_t chunk_shift;   // chunkShiftFor(bytes): log2 of the chunk size (the kernel clamps it to the bounds)
   uint32_t reserved2;
 };
 static_assert(sizeof(FingerprintRange) == 32);
+
+// A range's chunking from its length: chunk_shift and chunks as the agent
+// sets them.
+TCGD_HOST_DEVICE constexpr void setChunking(FingerprintRange& r) {
+  r.chunk_shift = static_cast<uint8_t>(chunkShiftFor(r.bytes));
+  r.chunks = chunkCountFor(r.bytes, r.chunk_shift);
+}
 
 // Per captured site, in device memory, zeroed before the capture uses it.
 // The kernel counts its own executions: every block reads `exec` when it

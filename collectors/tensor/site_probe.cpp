@@ -54,7 +54,6 @@ using proto::SiteKind;
 using ::tcgd::tensor::Dtype;
 using ::tcgd::tensor::FingerprintParams;
 using ::tcgd::tensor::FingerprintRange;
-using ::tcgd::tensor::kChunkBytes;
 using ::tcgd::tensor::kMaxRangesPerLaunch;
 
 // Parameter bytes, interned per session: eager loops launch the same kernel
@@ -252,10 +251,9 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
       f.ptr = r.ptr;
       f.bytes = r.bytes;
       f.first_chunk = chunks;
-      f.chunks = static_cast<uint32_t>(std::max<uint64_t>(1, (r.bytes + kChunkBytes - 1) / kChunkBytes));
+      ::tcgd::tensor::setChunking(f);
       f.index = static_cast<uint16_t>(begin + i);
       f.dtype = r.dtype;
-      f.reserved = 0;
       f.reserved2 = 0;
       chunks += f.chunks;
     }

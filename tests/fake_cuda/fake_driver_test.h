@@ -97,8 +97,7 @@ inline void addRange(tcgd::tensor::FingerprintParams* p, const void* data, uint6
   r.ptr = reinterpret_cast<uint64_t>(data);
   r.bytes = bytes;
   r.first_chunk = p->total_chunks;
-  r.chunks = static_cast<uint32_t>(
-      std::max<uint64_t>(1, (bytes + tcgd::tensor::kChunkBytes - 1) / tcgd::tensor::kChunkBytes));
+  tcgd::tensor::setChunking(r);
   r.index = static_cast<uint16_t>(p->range_count);
   r.dtype = static_cast<uint8_t>(dtype);
   p->total_chunks += r.chunks;

@@ -102,6 +102,10 @@ uint64_t Pack::totalBytes(const std::vector<Spec>& specs) {
 
 namespace {
 
+// The chunk size of every range these cases build (all under 4 MiB:
+// chunkShiftFor gives the smallest size).
+constexpr uint64_t kSmallChunk = kMinChunkBytes;
+
 std::string sizeName(uint64_t b) {
   char t[64];
   if (b >= (1u << 20) && b % (1u << 20) == 0) std::snprintf(t, sizeof t, "%llu MiB", (unsigned long long)(b >> 20));
@@ -148,8 +152,8 @@ void dtypeCases(Ring& ring) {
 void placementCases(Ring& ring) {
   for (Dtype d : kFloats) {
     const uint32_t size = dtypeBytes(d);
-    const uint64_t bytes = 2 * kChunkBytes + 100;
-    const uint64_t n = bytes / size, per_chunk = kChunkBytes / size;
+    const uint64_t bytes = 2 * kSmallChunk + 100;
+    const uint64_t n = bytes / size, per_chunk = kSmallChunk / size;
     const std::pair<const char*, uint64_t> where[] = {
         {"first element", 0}, {"last element", n - 1}, {"chunk 1's first", per_chunk}, {"chunk 0's last", per_chunk - 1}};
     for (const auto& [label, index] : where) {
@@ -173,7 +177,8 @@ void placementCases(Ring& ring) {
 void sizeCases(Ring& ring) {
   const uint64_t sizes[] = {0,      1,      7,      8,          9,          15,         16,
                             17,     31,     33,     255,        4096,       262143,     262144,
-                            262145, 1 << 20, (16 << 20) + 3, uint64_t{64} << 20};
+                            262145, 1 << 20, 4 << 20, (4 << 20) + 1, (8 << 20) + 8, (16 << 20) + 3,
+                            uint64_t{64} << 20};
   for (Dtype d : {Dtype::kFloat32, Dtype::kBFloat16, Dtype::kUnknown}) {
     for (uint64_t bytes : sizes) {
       Data data(bytes, d, 1e-5, bytes + 3);
@@ -306,7 +311,7 @@ void countingCases(Ring& ring) {
 void ringCases() {
   {
     Ring tiny(4);
-    Pack pack({{3 * kChunkBytes, Dtype::kFloat32, 0}, {5, Dtype::kInt8, 0}, {6 * kChunkBytes - 1, Dtype::kBFloat16, 0}}, 0, 5);
+    Pack pack({{3 * kSmallChunk, Dtype::kFloat32, 0}, {5, Dtype::kInt8, 0}, {6 * kSmallChunk - 1, Dtype::kBFloat16, 0}}, 0, 5);
     const Launch l = makeLaunch(tiny, pack.ranges);
     const auto want = reference::launchSlots(l.host, 0);
     for (int round = 1; round <= 2; ++round) {

@@ -169,7 +169,7 @@ double timedLaunch(Ring& ring, const Launch& l, uint32_t grid, int runs, const s
 
 void largeRanges(Ring& ring, Buffer& big, double copy) {
   const uint64_t size = big.host.size();
-  const uint32_t chunks = static_cast<uint32_t>(size / kChunkBytes);
+  const uint32_t chunks = chunkCountFor(size, chunkShiftFor(size));
   const std::string mib = std::to_string(size >> 20) + " MiB";
   double f32_agent_ms = 0;
   for (Dtype d : {Dtype::kFloat32, Dtype::kBFloat16}) {
@@ -184,15 +184,22 @@ void largeRanges(Ring& ring, Buffer& big, double copy) {
                              (grid == agentGrid(chunks) ? " (the agent's grid)" : "")});
     }
   }
-  // One chunk alone, and what each further chunk of a long range adds.
-  const Launch one = makeLaunch(ring, {Range{&big, 0, kChunkBytes, Dtype::kFloat32}});
-  const double one_ms = timedLaunch(ring, one, 1, 21, reference::launchSlots(one.host, 0),
-                                    "float32 256 KiB, one chunk (21 runs)");
-  figures.push_back({"one chunk (float32 256 KiB, 1 block)", one_ms * 1e3, "us", "GPU time of the launch"});
-  const double per_chunk = (f32_agent_ms - one_ms) * 1e3 / (chunks - 1);
-  char note[128];
-  std::snprintf(note, sizeof note, "(T(%u chunks) - T(1)) / %u; 256 KiB at the copy's rate: %.2f us", chunks,
-                chunks - 1, kChunkBytes / (copy * 1e3));
+  // What each further chunk of a long range adds, from one largest chunk.
+  const Launch one = makeLaunch(ring, {Range{&big, 0, kMaxChunkBytes, Dtype::kFloat32}});
+  const uint32_t one_chunks = one.host.ranges[0].chunks;
+  const double one_ms = timedLaunch(ring, one, agentGrid(one_chunks), 21, reference::launchSlots(one.host, 0),
+                                    "float32 256 KiB range, the agent's grid (21 runs)");
+  figures.push_back({"a 256 KiB float32 range (" + std::to_string(one_chunks) + " chunks, the agent's grid)",
+                     one_ms * 1e3, "us", "GPU time of the launch (one 256 KiB chunk on one block: 21.5 us)"});
+  const Launch small = makeLaunch(ring, {Range{&big, 0, kMinChunkBytes, Dtype::kFloat32}});
+  const double small_ms = timedLaunch(ring, small, 1, 21, reference::launchSlots(small.host, 0),
+                                      "float32 16 KiB, one chunk (21 runs)");
+  figures.push_back({"one chunk (float32 16 KiB, 1 block)", small_ms * 1e3, "us", "GPU time of the launch"});
+  const double per_chunk = (f32_agent_ms - small_ms) * 1e3 / (chunks - 1);
+  char note[160];
+  std::snprintf(note, sizeof note, "(T(%u chunks) - T(one 16 KiB chunk)) / %u; a %llu KiB chunk at the copy's rate: %.2f us",
+                chunks, chunks - 1, static_cast<unsigned long long>((size / chunks) >> 10),
+                static_cast<double>(size / chunks) / (copy * 1e3));
   figures.push_back({"per chunk, " + mib + " float32 range", per_chunk, "us", note});
 }
 

@@ -144,7 +144,7 @@ Launch makeLaunch(const Ring& ring, const std::vector<Range>& ranges, CUdevicept
     fr.ptr = r.buffer->dev + r.offset;
     fr.bytes = r.bytes;
     fr.first_chunk = p.total_chunks;
-    fr.chunks = r.bytes == 0 ? 1 : static_cast<uint32_t>((r.bytes + kChunkBytes - 1) / kChunkBytes);
+    setChunking(fr);
     fr.index = static_cast<uint16_t>(100 + p.range_count);
     fr.dtype = static_cast<uint8_t>(r.dtype);
     p.total_chunks += fr.chunks;

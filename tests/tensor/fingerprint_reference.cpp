@@ -111,7 +111,7 @@ double reduceSums(const std::array<double, kThreads>& thread_sums) {
 
 ObservationSlot chunkPartial(const uint8_t* range, uint64_t range_bytes, uint8_t dtype_value,
                              uint64_t site, uint32_t exec, uint16_t range_index, uint32_t chunk,
-                             uint32_t chunks) {
+                             uint32_t chunks, uint32_t shift) {
   ObservationSlot s{};
   s.site = site;
   s.exec = exec;
@@ -122,8 +122,9 @@ ObservationSlot chunkPartial(const uint8_t* range, uint64_t range_bytes, uint8_t
   s.maximum = -kInf;
   s.first_nonfinite = kNoIndex;
 
-  const uint64_t offset = uint64_t{chunk} * kChunkBytes;
-  const uint64_t n = range_bytes > offset ? std::min<uint64_t>(kChunkBytes, range_bytes - offset) : 0;
+  const uint64_t chunk_bytes = uint64_t{1} << shift;
+  const uint64_t offset = uint64_t{chunk} * chunk_bytes;
+  const uint64_t n = range_bytes > offset ? std::min<uint64_t>(chunk_bytes, range_bytes - offset) : 0;
   const uint8_t* data = range + offset;
   // The hash: every 8-byte word of the chunk, numbered within the range.
   for (uint64_t at = 0; at < n; at += 8) {
@@ -169,20 +170,17 @@ ObservationSlot chunkPartial(const uint8_t* range, uint64_t range_bytes, uint8_t
   return s;
 }
 
-uint32_t chunkCount(uint64_t bytes) {
-  return bytes == 0 ? 1u : static_cast<uint32_t>((bytes + kChunkBytes - 1) / kChunkBytes);
-}
-
 }  // namespace
 
 std::vector<ObservationSlot> partials(const void* data, uint64_t bytes, Dtype dtype, uint64_t site,
                                       uint32_t exec, uint16_t range) {
-  const uint32_t chunks = chunkCount(bytes);
+  const uint32_t shift = chunkShiftFor(bytes);
+  const uint32_t chunks = chunkCountFor(bytes, shift);
   std::vector<ObservationSlot> out;
   out.reserve(chunks);
   for (uint32_t c = 0; c < chunks; ++c) {
     out.push_back(chunkPartial(static_cast<const uint8_t*>(data), bytes, static_cast<uint8_t>(dtype),
-                               site, exec, range, c, chunks));
+                               site, exec, range, c, chunks, shift));
   }
   return out;
 }
@@ -201,9 +199,11 @@ std::vector<ObservationSlot> launchSlots(const FingerprintParams& params, uint32
   for (uint32_t r = 0; r < count; ++r) {
     const FingerprintRange& range = params.ranges[r];
     const auto* data = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(range.ptr));
+    // The parameters' shift, clamped to the bounds as the kernel does.
+    const uint32_t shift = std::clamp<uint32_t>(range.chunk_shift, kMinChunkShift, kMaxChunkShift);
     for (uint32_t c = 0; c < range.chunks; ++c) {
       out.push_back(chunkPartial(data, range.bytes, range.dtype, params.site, exec, range.index, c,
-                                 range.chunks));
+                                 range.chunks, shift));
     }
   }
   return out;

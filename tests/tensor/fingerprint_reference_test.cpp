@@ -19,6 +19,10 @@ namespace tcgd::tensor {
 namespace {
 
 using reference::observe;
+
+// The chunk size of every range these cases build (all under 4 MiB:
+// chunkShiftFor gives the smallest size).
+constexpr uint64_t kSmallChunk = kMinChunkBytes;
 using reference::partials;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -50,16 +54,42 @@ uint64_t directHash(const uint8_t* p, size_t n) {
   return h;
 }
 
+TEST(FingerprintChunks, SizeFollowsTheRangeLength) {
+  // At most kTargetChunks chunks, of 16 KiB up to 256 KiB.
+  EXPECT_EQ(chunkShiftFor(1), 14u);
+  EXPECT_EQ(chunkCountFor(1, 14), 1u);
+  EXPECT_EQ(chunkCountFor(256u << 10, chunkShiftFor(256u << 10)), 16u);
+  EXPECT_EQ(chunkCountFor(4u << 20, chunkShiftFor(4u << 20)), 256u);
+  EXPECT_EQ(chunkShiftFor((4u << 20) + 1), 15u);
+  EXPECT_EQ(chunkCountFor((4u << 20) + 1, 15), 129u);
+  EXPECT_EQ(chunkShiftFor(32u << 20), 17u);
+  EXPECT_EQ(chunkShiftFor(uint64_t{1} << 30), 18u);
+  EXPECT_EQ(chunkCountFor(uint64_t{1} << 30, 18), 4096u);
+  for (uint64_t bytes = 1; bytes < (uint64_t{1} << 34); bytes = bytes * 3 + 1) {
+    const uint32_t shift = chunkShiftFor(bytes);
+    const uint32_t chunks = chunkCountFor(bytes, shift);
+    EXPECT_TRUE(chunks <= kTargetChunks || shift == kMaxChunkShift) << bytes;
+    EXPECT_TRUE(shift == kMinChunkShift || chunkCountFor(bytes, shift - 1) > kTargetChunks) << bytes;
+  }
+  // A 5 MiB range: 32 KiB chunks, the last one short; the hash the same as
+  // any chunking's.
+  const auto data = randomBytes((5u << 20) + 12, 21);
+  const auto slots = partials(data.data(), data.size(), Dtype::kFloat32, 0, 0, 0);
+  ASSERT_EQ(slots.size(), 161u);
+  EXPECT_EQ(slots.back().elements, 3u);
+  EXPECT_EQ(observeBytes(data, Dtype::kFloat32).hash, directHash(data.data(), data.size()));
+}
+
 TEST(FingerprintHash, IsTheSumOfWordHashesWhateverTheChunking) {
-  const auto data = randomBytes(3 * kChunkBytes + 13, 1);
+  const auto data = randomBytes(3 * kSmallChunk + 13, 1);
   const auto slots = partials(data.data(), data.size(), Dtype::kUnknown, 0, 0, 0);
   ASSERT_EQ(slots.size(), 4u);
   EXPECT_EQ(observeBytes(data, Dtype::kUnknown).hash, directHash(data.data(), data.size()));
   // Each chunk's part is its own words' sum, numbered within the range.
   for (uint32_t c = 0; c < 4; ++c) {
-    const size_t from = c * kChunkBytes;
+    const size_t from = c * kSmallChunk;
     uint64_t h = 0;
-    for (size_t at = from; at < std::min(data.size(), from + kChunkBytes); at += 8) {
+    for (size_t at = from; at < std::min(data.size(), from + kSmallChunk); at += 8) {
       uint64_t w = 0;
       for (size_t i = 0; i < 8 && at + i < data.size(); ++i) w |= uint64_t{data[at + i]} << (8 * i);
       h += wordHash(at / 8, w);
@@ -72,7 +102,7 @@ TEST(FingerprintHash, IsTheSumOfWordHashesWhateverTheChunking) {
 }
 
 TEST(FingerprintHash, EqualBytesEqualHashAndEveryFlippedBitDiffers) {
-  auto data = randomBytes(kChunkBytes + 40, 2);
+  auto data = randomBytes(kSmallChunk + 40, 2);
   const uint64_t h = observeBytes(data, Dtype::kFloat32).hash;
   std::vector<uint8_t> copy(data.size() + 7);
   std::memcpy(copy.data() + 7, data.data(), data.size());  // elsewhere, unaligned
@@ -82,7 +112,7 @@ TEST(FingerprintHash, EqualBytesEqualHashAndEveryFlippedBitDiffers) {
     EXPECT_NE(observeBytes(data, Dtype::kFloat32).hash, h) << "bit " << bit;
     data[bit / 8] ^= uint8_t(1u << (bit % 8));
   }
-  for (size_t at : {size_t{kChunkBytes - 1}, size_t{kChunkBytes}, data.size() - 1}) {
+  for (size_t at : {size_t{kSmallChunk - 1}, size_t{kSmallChunk}, data.size() - 1}) {
     data[at] ^= 0x80;
     EXPECT_NE(observeBytes(data, Dtype::kFloat32).hash, h) << "byte " << at;
     data[at] ^= 0x80;
@@ -194,16 +224,16 @@ TEST(FingerprintStats, IntegersAndBool) {
 }
 
 TEST(FingerprintStats, FirstNonFiniteIsAnIndexWithinTheRange) {
-  std::vector<float> v(2 * kChunkBytes / 4 + 10, 1.0f);
-  v[kChunkBytes / 4 + 5] = std::numeric_limits<float>::quiet_NaN();
-  v[2 * kChunkBytes / 4 + 1] = -std::numeric_limits<float>::infinity();
+  std::vector<float> v(2 * kSmallChunk / 4 + 10, 1.0f);
+  v[kSmallChunk / 4 + 5] = std::numeric_limits<float>::quiet_NaN();
+  v[2 * kSmallChunk / 4 + 1] = -std::numeric_limits<float>::infinity();
   const auto slots = partials(v.data(), v.size() * 4, Dtype::kFloat32, 0, 0, 0);
   ASSERT_EQ(slots.size(), 3u);
   EXPECT_EQ(slots[0].first_nonfinite, kNoIndex);
-  EXPECT_EQ(slots[1].first_nonfinite, kChunkBytes / 4 + 5);
-  EXPECT_EQ(slots[2].first_nonfinite, 2 * kChunkBytes / 4 + 1);
+  EXPECT_EQ(slots[1].first_nonfinite, kSmallChunk / 4 + 5);
+  EXPECT_EQ(slots[2].first_nonfinite, 2 * kSmallChunk / 4 + 1);
   const auto o = observe(v.data(), v.size() * 4, Dtype::kFloat32);
-  EXPECT_EQ(o.first_nonfinite, kChunkBytes / 4 + 5);
+  EXPECT_EQ(o.first_nonfinite, kSmallChunk / 4 + 5);
   EXPECT_EQ(o.finite(), v.size() - 2);
 }
 
@@ -273,7 +303,7 @@ TEST(FingerprintStats, TheKernelsShortcutsGiveTheContractsBits) {
 }
 
 TEST(FingerprintCombine, OrderOfArrivalDoesNotMatterOnceSorted) {
-  auto data = randomBytes(5 * kChunkBytes + 100, 3);
+  auto data = randomBytes(5 * kSmallChunk + 100, 3);
   for (size_t i = 0; i < data.size(); i += 4) data[i + 3] &= 0x3f;  // keep floats mostly finite
   const auto slots = partials(data.data(), data.size(), Dtype::kFloat32, 7, 0, 0);
   const Observation inOrder = observeBytes(data, Dtype::kFloat32);
@@ -312,7 +342,7 @@ TEST(FingerprintRanges, EmptyRangeIsOneEmptySlot) {
 }
 
 TEST(FingerprintRanges, UnalignedAndPartialElements) {
-  const auto data = randomBytes(kChunkBytes + 1000, 5);
+  const auto data = randomBytes(kSmallChunk + 1000, 5);
   std::vector<uint8_t> buffer(data.size() + 16);
   for (size_t shift = 1; shift < 16; ++shift) {
     std::memcpy(buffer.data() + shift, data.data(), data.size());
@@ -374,7 +404,7 @@ FingerprintParams launch(HostRing& ring, SiteState* state, const std::vector<std
     fr.ptr = reinterpret_cast<uintptr_t>(r.data());
     fr.bytes = r.size();
     fr.first_chunk = p.total_chunks;
-    fr.chunks = r.empty() ? 1 : static_cast<uint32_t>((r.size() + kChunkBytes - 1) / kChunkBytes);
+    setChunking(fr);
     fr.index = static_cast<uint16_t>(p.range_count);
     fr.dtype = static_cast<uint8_t>(Dtype::kFloat32);
     p.total_chunks += fr.chunks;
@@ -386,7 +416,7 @@ FingerprintParams launch(HostRing& ring, SiteState* state, const std::vector<std
 TEST(FingerprintLaunch, SiteStateCountsExecutionsAndTheWindowSelects) {
   HostRing ring(64);
   SiteState state{};
-  const std::vector<std::vector<uint8_t>> ranges = {randomBytes(kChunkBytes + 8, 7), {}};
+  const std::vector<std::vector<uint8_t>> ranges = {randomBytes(kSmallChunk + 8, 7), {}};
   FingerprintParams p = launch(ring, &state, ranges);
   p.replay_first = 1;
   p.replay_last = 2;
@@ -424,8 +454,8 @@ TEST(FingerprintLaunch, EagerLaunchesAreExecutionZero) {
 
 TEST(FingerprintLaunch, TinyRingDropsAndMarksExactly) {
   HostRing ring(4);
-  const std::vector<std::vector<uint8_t>> ranges = {randomBytes(3 * kChunkBytes, 9), randomBytes(5, 10),
-                                                    randomBytes(6 * kChunkBytes - 1, 11)};
+  const std::vector<std::vector<uint8_t>> ranges = {randomBytes(3 * kSmallChunk, 9), randomBytes(5, 10),
+                                                    randomBytes(6 * kSmallChunk - 1, 11)};
   const FingerprintParams p = launch(ring, nullptr, ranges);
   ASSERT_EQ(p.total_chunks, 10u);
   reference::execute(p);
