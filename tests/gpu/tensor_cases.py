@@ -14,7 +14,7 @@ bundle against, taken from PyTorch in the same run.
     baked-scalar MODE     a Python float (a learning-rate schedule) baked into the captured kernel
     frozen-branch MODE    Python control flow taken once at capture
     unwritten-padding MODE  the graph's buffer is never zeroed: its padding rows hold NaN
-    dropout MODE          dropout: random numbers differ, legitimately
+    dropout MODE          dropout: random numbers differ, legitimately (the graph run draws one more)
     correct MODE          a correct graphed program: no divergence
 """
 import json
@@ -118,7 +118,7 @@ def model_and_data(dropout=0.0, d=128, layers=2):
     return model, opt, xs, ys
 
 
-def train(model, opt, xs, ys, mode, on_step=None):
+def train(model, opt, xs, ys, mode, on_step=None, before_capture=None):
     """3 warm-up steps eagerly (on a side stream, as graphs need), then STEPS
     steps: eager, or replays of one captured step fed through static inputs.
     Step k of an eager run and replay k of a graph run compute the same."""
@@ -150,6 +150,8 @@ def train(model, opt, xs, ys, mode, on_step=None):
                 on_step(k, static_x)
             losses.append(step(static_x, static_y).detach().clone())
     else:
+        if before_capture:
+            before_capture()
         graph = torch.cuda.CUDAGraph()
         opt.zero_grad(set_to_none=True)
         with torch.cuda.graph(graph):
@@ -363,8 +365,13 @@ def unwritten_padding(mode):
 
 
 def dropout(mode):
+    """Random numbers that differ, legitimately: the graph run draws one more
+    random number than the eager run before its capture (as a program that
+    samples something once, or seeds differently, does), so every replay's
+    dropout masks, in nn.Dropout and inside the attention kernels, differ
+    from the eager steps', and with them everything they feed."""
     model, opt, xs, ys = model_and_data(dropout=0.1, layers=1)
-    losses = train(model, opt, xs, ys, mode)
+    losses = train(model, opt, xs, ys, mode, before_capture=lambda: torch.rand(1, device="cuda"))
     return g.digest(torch.stack(losses)), {"bug": "dropout", "losses": [float(l) for l in losses]}
 
 

@@ -161,5 +161,79 @@ TEST(TensorOnRecorderBundles, HashOnlyAndIncompleteObservations) {
   EXPECT_EQ(partial["result"].asString(), "match");
 }
 
+// An attention kernel with dropout, whose name says nothing of random
+// numbers: in the graph run it reads the generator's seed and offset
+// tensors, which CUDAGraph::replay refills before every replay (the seed
+// with its one value, the offset with a new one each time). Its output
+// differs between the runs (other numbers drawn) and feeds a sum.
+std::string randomRun(const ScratchDir& dir, const std::string& name, bool graph, bool generator) {
+  constexpr uint64_t kAttn = 0x7f40, kFill = 0x7f50;
+  const char* const kAttnName = "fmha_cutlassF_f32_aligned_64x64_rf_sm80";
+  const char* const kFillName = "_ZN2at6native29vectorized_elementwise_kernelILi2ENS0_11FillFunctorIlEESt5arrayIPcLm1EEEEviT0_T1_";
+  TensorBundleBuilder b;
+  b.run(name);
+  b.kernel(kAttn, kAttnName, kFamilyKernel, 0);
+  b.kernel(kSum, kSumName);
+  b.kernel(kFill, kFillName, kFamilyKernel, kDtypeInt64);
+  const uint64_t seed = 0x5000, offset = 0x5100, x = 0x6000, y = 0x7000, s = 0x8000;
+  const auto attn_ranges = [&](bool captured) {
+    std::vector<RangeSpec> r = {b.range(x, 256, kDtypeFloat32, 0), b.range(y, 256, kDtypeFloat32, 1)};
+    if (captured) {
+      r.push_back(b.range(seed, 8, kDtypeInt64, 2));
+      r.push_back(b.range(offset, 8, kDtypeInt64, 2));
+    }
+    return r;
+  };
+  const std::vector<RangeSpec> sum_ranges = {b.range(y, 256, kDtypeFloat32, 0), b.range(s, 256, kDtypeFloat32, 1)};
+  const auto observe_step = [&](const std::vector<uint64_t>& sites, uint32_t exec, float drawn, bool captured) {
+    b.observe(sites[0], exec, 0, ObservationStats::of(values(1.0f)));
+    b.observe(sites[0], exec, 1, ObservationStats::of(values(drawn)));
+    if (captured) {
+      b.observe(sites[0], exec, 2, ObservationStats::hashOnly(42));
+      b.observe(sites[0], exec, 3, ObservationStats::hashOnly(1000 + exec));
+    }
+    b.observe(sites[1], exec, 0, ObservationStats::of(values(drawn)));
+    b.observe(sites[1], exec, 1, ObservationStats::of(values(3 * drawn)));
+  };
+  if (!graph) {
+    for (uint32_t step = 0; step < 4; ++step) {
+      b.point("step");
+      const std::vector<uint64_t> sites = {b.eagerLaunch(kAttn, attn_ranges(false)), b.eagerLaunch(kSum, sum_ranges)};
+      observe_step(sites, 0, static_cast<float>(step), false);
+    }
+    return b.write(dir.file(name + ".tcgd-tensor")).path;
+  }
+  b.captureBegin();
+  const std::vector<uint64_t> sites = {b.capturedLaunch(kAttn, attn_ranges(true)), b.capturedLaunch(kSum, sum_ranges)};
+  const uint64_t exec = b.instantiate(b.captureEnd());
+  for (uint32_t step = 0; step < 4; ++step) {
+    b.point("step");
+    // The generator's refills (or, without it, a user's step count alone).
+    if (generator) {
+      b.observe(b.eagerLaunch(kFill, {b.range(seed, 8, kDtypeInt64, 0)}), 0, 0, ObservationStats::hashOnly(42));
+    }
+    b.observe(b.eagerLaunch(kFill, {b.range(offset, 8, kDtypeInt64, 0)}), 0, 0, ObservationStats::hashOnly(1000 + step));
+    const uint32_t replay = b.replay(exec);
+    observe_step(sites, replay, static_cast<float>(step) + 0.5f, true);
+  }
+  return b.write(dir.file(name + ".tcgd-tensor")).path;
+}
+
+TEST(TensorOnRecorderBundles, AKernelThatReadsTheGeneratorDrawsRandomNumbers) {
+  ScratchDir dir;
+  const std::string eager = randomRun(dir, "eager", false, true);
+  const std::string graph = randomRun(dir, "graph", true, true);
+  const ToolResult r = runAnalyze({"tensor", "first-divergence", eager, graph, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const JsonValue j = parsed(r);
+  EXPECT_EQ(j["result"].asString(), "match");
+  EXPECT_NE(r.out.find("fmha_cutlassF_f32_aligned_64x64_rf_sm80"), std::string::npos) << r.out;
+  // The same kernel without the generator's pair of refills: a divergence.
+  const std::string lone = randomRun(dir, "lone", true, false);
+  const ToolResult l = runAnalyze({"tensor", "first-divergence", eager, lone, "--json"});
+  ASSERT_EQ(l.exit_code, 1) << l.err << l.out;
+  EXPECT_EQ(parsed(l)["first_divergence"]["reference"]["kernel"].asString(), "fmha_cutlassF_f32_aligned_64x64_rf_sm80");
+}
+
 }  // namespace
 }  // namespace tcgd::analyze::testing

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "cli/error.h"
+#include "tensor/random_state.h"
 #include "tensor/tensor_load.h"
 
 namespace tcgd::analyze {
@@ -125,6 +126,10 @@ RunComparison compareLoadedRuns(TensorRun reference, TensorRun candidate, const 
   Clock::time_point start = Clock::now();
   c.keys = std::make_unique<KernelKeys>(c.reference.get(), c.candidate.get());
   c.key_flags = kernelKeyFlags(*c.keys, options);
+  for (int side = 0; side < 2; ++side) {
+    for (const uint32_t key : generatorReaders(side == 0 ? *c.reference : *c.candidate, side, *c.keys))
+      c.key_flags[key] |= kKeyRandom;
+  }
   ArgumentMap::build(*c.reference, *c.candidate, *c.keys, &c.arguments[0], &c.arguments[1]);
   StepPlans plans = planSteps(*c.reference, *c.candidate, *c.keys, options.steps);
   c.timings.plan_s = since(start);

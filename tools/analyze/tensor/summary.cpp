@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tensor/kernel_keys.h"
+#include "tensor/random_state.h"
 
 namespace tcgd::analyze {
 
@@ -20,7 +21,8 @@ TensorSummary summarizeRun(const TensorRun& run, const AnalysisOptions& options)
   s.warnings = run.warnings();
 
   const KernelKeys keys(&run, nullptr);
-  const std::vector<uint8_t> flags = kernelKeyFlags(keys, options);
+  std::vector<uint8_t> flags = kernelKeyFlags(keys, options);
+  for (const uint32_t key : generatorReaders(run, 0, keys)) flags[key] |= kKeyRandom;
   std::vector<KernelCount> by_kernel(run.kernels().size());
   for (uint32_t k = 0; k < run.kernels().size(); ++k) {
     by_kernel[k].name = run.kernels()[k].short_name;
