@@ -414,7 +414,7 @@ def tensor_bench(gate, rounds):
     res = {k: {f: statistics.median(v) for f, v in m.items() if v} for k, m in times.items()}
     from tensor_bundle import TensorBundle
     replay_bytes = 0
-    for path in sorted(case_dir.glob("*.tcgd-tensor")):
+    for path in sorted(case_dir.rglob("*.tcgd-tensor")):
         try:
             b = TensorBundle(str(path))
         except ValueError:
