@@ -34,14 +34,26 @@ uint32_t sideLaunch(const RunComparison& c, int side, uint32_t pair) {
 }
 
 // Kernel names of one side's unmatched launches in [first, end) of pairs.
-std::string unmatchedNames(const RunComparison& c, int side, uint32_t first, uint32_t end) {
-  std::vector<std::string> names;
+// The launches of one side in pairs [first, end) that have no counterpart.
+std::vector<uint32_t> unmatchedLaunches(const RunComparison& c, int side, uint32_t first, uint32_t end) {
+  std::vector<uint32_t> launches;
   for (uint32_t p = first; p < end && p < c.alignment.pairs.size(); ++p) {
     const LaunchPair& pair = c.alignment.pairs[p];
     const uint32_t launch = side == 0 ? pair.reference : pair.candidate;
     if (pair.both() || launch == kNone32) continue;
-    names.push_back(kernelName(runOf(c, side), launch));
+    launches.push_back(launch);
   }
+  return launches;
+}
+
+std::vector<std::string> unmatchedKernelNames(const RunComparison& c, int side, uint32_t first, uint32_t end) {
+  std::vector<std::string> names;
+  for (const uint32_t launch : unmatchedLaunches(c, side, first, end)) names.push_back(kernelName(runOf(c, side), launch));
+  return names;
+}
+
+std::string unmatchedNames(const RunComparison& c, int side, uint32_t first, uint32_t end) {
+  const std::vector<std::string> names = unmatchedKernelNames(c, side, first, end);
   if (names.empty()) return "nothing";
   std::string out;
   for (size_t i = 0; i < names.size() && i < 8; ++i) out += (i == 0 ? "" : ", ") + names[i];
@@ -338,10 +350,17 @@ void divergenceJson(const RunComparison& c, const Divergence& d, JsonWriter& jso
   json.key("reference_step").value(step.reference_step);
   json.key("candidate_step").value(step.candidate_step);
   json.key("pair").value(d.pair);
-  json.key("reference");
-  launchJson(c, 0, sideLaunch(c, 0, d.pair), json);
-  json.key("candidate");
-  launchJson(c, 1, sideLaunch(c, 1, d.pair), json);
+  // A stretch of kernels that do not line up starts with a launch of one
+  // side only: each side's launch is then its first kernel in the stretch.
+  for (int side = 0; side < 2; ++side) {
+    uint32_t launch = sideLaunch(c, side, d.pair);
+    if (launch == kNone32 && d.cause == Cause::kControlFlow) {
+      const std::vector<uint32_t> own = unmatchedLaunches(c, side, d.replacement.first_pair, d.replacement.end_pair);
+      if (!own.empty()) launch = own.front();
+    }
+    json.key(side == 0 ? "reference" : "candidate");
+    launchJson(c, side, launch, json);
+  }
   json.key("arguments").beginArray();
   for (size_t i = 0; i < d.launch.ranges.size(); ++i) {
     const RangeCompare& rc = d.launch.ranges[i];
@@ -403,6 +422,8 @@ void divergenceJson(const RunComparison& c, const Divergence& d, JsonWriter& jso
     json.key("sequence").beginObject();
     json.key("reference_only").value(unmatchedNames(c, 0, d.replacement.first_pair, d.replacement.end_pair));
     json.key("candidate_only").value(unmatchedNames(c, 1, d.replacement.first_pair, d.replacement.end_pair));
+    json.key("reference_kernels").array(unmatchedKernelNames(c, 0, d.replacement.first_pair, d.replacement.end_pair));
+    json.key("candidate_kernels").array(unmatchedKernelNames(c, 1, d.replacement.first_pair, d.replacement.end_pair));
     json.endObject();
   }
   if (d.cause == Cause::kUpstream) {
