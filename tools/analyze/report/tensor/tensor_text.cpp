@@ -158,8 +158,23 @@ std::string writerText(const RunComparison& c, const Divergence& d, int side) {
   const WriterInfo& w = d.writers[side];
   if (w.launch == kNone32) return "nothing observed";
   const TensorRun& run = runOf(c, side);
-  std::string text = fmt::format("{} {} ({})", kernelName(run, w.launch),
-                                 w.step >= 0 ? "at " + stepText(w.step) : stepText(w.step), launchText(run, w.launch));
+  std::string place = w.step >= 0 ? "at " + stepText(w.step) : stepText(w.step);
+  // A step of a graph run starts at its replay, so the eager launches after
+  // the replay (a copy into the next replay's static input) belong to it:
+  // say so, the step number alone reads as if they came before the replay.
+  const StepPlan& plan = side == 0 ? c.alignment.plans.reference : c.alignment.plans.candidate;
+  if (w.step >= 0 && plan.method == StepPlan::Method::kReplays && static_cast<size_t>(w.step) < plan.steps.size() &&
+      run.launches()[w.launch].replay == kNone32) {
+    const RunStep& step = plan.steps[static_cast<size_t>(w.step)];
+    bool after_replay = false;
+    for (uint32_t l = step.first_launch; l < w.launch && l < step.end_launch; ++l)
+      after_replay = after_replay || run.launches()[l].replay != kNone32;
+    if (after_replay && step.replay != kNone32) {
+      const uint32_t replay = run.replays()[step.replay].index;
+      place += fmt::format(", after replay {}, before replay {}", replay, replay + 1);
+    }
+  }
+  std::string text = fmt::format("{} {} ({})", kernelName(run, w.launch), place, launchText(run, w.launch));
   if (w.pair == kNone32 && w.step >= 0) text += ", outside the compared steps";
   return text;
 }
