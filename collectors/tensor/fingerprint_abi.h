@@ -107,18 +107,21 @@ TCGD_HOST_DEVICE constexpr uint64_t wordHash(uint64_t j, uint64_t w) {
 
 // ---- the launch ----------------------------------------------------------
 
-// Chunk sizes of the partial fingerprints: a power of two from 16 KiB to
-// 256 KiB, chosen per range from its length alone (chunkShiftFor): the
-// smallest size that splits it into at most kTargetChunks chunks. A range is
-// then spread over many blocks even when it is small (a 256 KiB activation
-// is 16 chunks of 16 KiB, about 2 us each, not one chunk of 21 us for one
-// block), and a large one still takes few slots. A multiple of 8 (no element
-// and no hash word straddles two chunks). Part of the format: the sum and
-// the sum of squares are added in chunk order, so another rule would change
-// their last bits; every other figure is the same for any chunking. Ranges
-// of equal length are chunked alike, so the same tensor gives the same bits
-// in eager and in a graph.
-inline constexpr uint32_t kMinChunkShift = 14;  // 16 KiB
+// Chunk sizes of the partial fingerprints: a power of two between
+// kMinChunkShift and kMaxChunkShift, chosen per range from its length alone
+// (chunkShiftFor): the smallest size in the bounds that splits it into at
+// most kTargetChunks chunks. Today both bounds are 256 KiB: on the H200,
+// ranges cut into chunks of 16 KiB and up (a 256 KiB activation spread over
+// 16 blocks) made a graphed training step 2x slower than one block per
+// 256 KiB chunk (docs/performance.md): what a chunk costs is its slot's
+// claim and publication to host memory, not its bytes. The field and the
+// rule stay so that the bounds can move with a cheaper publication. A
+// multiple of 8 (no element and no hash word straddles two chunks). Part of
+// the format: the sum and the sum of squares are added in chunk order, so
+// another size would change their last bits; every other figure is the same
+// for any chunking. Ranges of equal length are chunked alike, so the same
+// tensor gives the same bits in eager and in a graph.
+inline constexpr uint32_t kMinChunkShift = 18;  // 256 KiB
 inline constexpr uint32_t kMaxChunkShift = 18;  // 256 KiB
 inline constexpr uint64_t kMinChunkBytes = uint64_t{1} << kMinChunkShift;
 inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << kMaxChunkShift;
@@ -136,9 +139,8 @@ TCGD_HOST_DEVICE constexpr uint32_t chunkCountFor(uint64_t bytes, uint32_t shift
   return n == 0 ? 1u : static_cast<uint32_t>(n);
 }
 
-static_assert(chunkShiftFor(0) == kMinChunkShift && chunkShiftFor(256u << 10) == kMinChunkShift);
-static_assert(chunkShiftFor(4u << 20) == kMinChunkShift && chunkShiftFor((4u << 20) + 1) == kMinChunkShift + 1);
-static_assert(chunkShiftFor(uint64_t{1} << 30) == kMaxChunkShift && chunkCountFor(0, 14) == 1);
+static_assert(chunkShiftFor(0) == kMinChunkShift && chunkShiftFor(uint64_t{1} << 30) == kMaxChunkShift);
+static_assert(chunkCountFor(0, kMinChunkShift) == 1 && chunkCountFor(kMinChunkBytes + 1, kMinChunkShift) == 2);
 
 // Ranges in one fingerprint launch. A probed launch with more is
 // fingerprinted by several launches (every one on the launch's stream).

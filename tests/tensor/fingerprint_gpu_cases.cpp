@@ -102,8 +102,8 @@ uint64_t Pack::totalBytes(const std::vector<Spec>& specs) {
 
 namespace {
 
-// The chunk size of every range these cases build (all under 4 MiB:
-// chunkShiftFor gives the smallest size).
+// The chunk size of the ranges these cases build to cross chunk borders
+// (all under 64 MiB: chunkShiftFor gives the smallest size).
 constexpr uint64_t kSmallChunk = kMinChunkBytes;
 
 std::string sizeName(uint64_t b) {

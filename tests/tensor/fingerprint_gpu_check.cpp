@@ -184,20 +184,22 @@ void largeRanges(Ring& ring, Buffer& big, double copy) {
                              (grid == agentGrid(chunks) ? " (the agent's grid)" : "")});
     }
   }
-  // What each further chunk of a long range adds, from one largest chunk.
-  const Launch one = makeLaunch(ring, {Range{&big, 0, kMaxChunkBytes, Dtype::kFloat32}});
+  // A 256 KiB range at the agent's grid, one smallest chunk on one block,
+  // and what each further chunk of a long range adds.
+  const Launch one = makeLaunch(ring, {Range{&big, 0, 256u << 10, Dtype::kFloat32}});
   const uint32_t one_chunks = one.host.ranges[0].chunks;
   const double one_ms = timedLaunch(ring, one, agentGrid(one_chunks), 21, reference::launchSlots(one.host, 0),
                                     "float32 256 KiB range, the agent's grid (21 runs)");
-  figures.push_back({"a 256 KiB float32 range (" + std::to_string(one_chunks) + " chunks, the agent's grid)",
-                     one_ms * 1e3, "us", "GPU time of the launch (one 256 KiB chunk on one block: 21.5 us)"});
+  figures.push_back({"a 256 KiB float32 range (" + std::to_string(one_chunks) + " chunk(s), the agent's grid)",
+                     one_ms * 1e3, "us", "GPU time of the launch"});
+  const std::string small_kib = std::to_string(kMinChunkBytes >> 10) + " KiB";
   const Launch small = makeLaunch(ring, {Range{&big, 0, kMinChunkBytes, Dtype::kFloat32}});
   const double small_ms = timedLaunch(ring, small, 1, 21, reference::launchSlots(small.host, 0),
-                                      "float32 16 KiB, one chunk (21 runs)");
-  figures.push_back({"one chunk (float32 16 KiB, 1 block)", small_ms * 1e3, "us", "GPU time of the launch"});
+                                      "float32 " + small_kib + ", one chunk (21 runs)");
+  figures.push_back({"one chunk (float32 " + small_kib + ", 1 block)", small_ms * 1e3, "us", "GPU time of the launch"});
   const double per_chunk = (f32_agent_ms - small_ms) * 1e3 / (chunks - 1);
   char note[160];
-  std::snprintf(note, sizeof note, "(T(%u chunks) - T(one 16 KiB chunk)) / %u; a %llu KiB chunk at the copy's rate: %.2f us",
+  std::snprintf(note, sizeof note, "(T(%u chunks) - T(one smallest chunk)) / %u; a %llu KiB chunk at the copy's rate: %.2f us",
                 chunks, chunks - 1, static_cast<unsigned long long>((size / chunks) >> 10),
                 static_cast<double>(size / chunks) / (copy * 1e3));
   figures.push_back({"per chunk, " + mib + " float32 range", per_chunk, "us", note});

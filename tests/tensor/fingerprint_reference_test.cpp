@@ -20,7 +20,7 @@ namespace {
 
 using reference::observe;
 
-// The chunk size of every range these cases build (all under 4 MiB:
+// The chunk size of every range these cases build (all under 64 MiB:
 // chunkShiftFor gives the smallest size).
 constexpr uint64_t kSmallChunk = kMinChunkBytes;
 using reference::partials;
@@ -55,27 +55,23 @@ uint64_t directHash(const uint8_t* p, size_t n) {
 }
 
 TEST(FingerprintChunks, SizeFollowsTheRangeLength) {
-  // At most kTargetChunks chunks, of 16 KiB up to 256 KiB.
-  EXPECT_EQ(chunkShiftFor(1), 14u);
-  EXPECT_EQ(chunkCountFor(1, 14), 1u);
-  EXPECT_EQ(chunkCountFor(256u << 10, chunkShiftFor(256u << 10)), 16u);
-  EXPECT_EQ(chunkCountFor(4u << 20, chunkShiftFor(4u << 20)), 256u);
-  EXPECT_EQ(chunkShiftFor((4u << 20) + 1), 15u);
-  EXPECT_EQ(chunkCountFor((4u << 20) + 1, 15), 129u);
-  EXPECT_EQ(chunkShiftFor(32u << 20), 17u);
-  EXPECT_EQ(chunkShiftFor(uint64_t{1} << 30), 18u);
-  EXPECT_EQ(chunkCountFor(uint64_t{1} << 30, 18), 4096u);
+  // The smallest size in the bounds that gives at most kTargetChunks chunks
+  // (the bounds are both 256 KiB today: fingerprint_abi.h says why).
   for (uint64_t bytes = 1; bytes < (uint64_t{1} << 34); bytes = bytes * 3 + 1) {
     const uint32_t shift = chunkShiftFor(bytes);
     const uint32_t chunks = chunkCountFor(bytes, shift);
+    EXPECT_TRUE(shift >= kMinChunkShift && shift <= kMaxChunkShift) << bytes;
     EXPECT_TRUE(chunks <= kTargetChunks || shift == kMaxChunkShift) << bytes;
     EXPECT_TRUE(shift == kMinChunkShift || chunkCountFor(bytes, shift - 1) > kTargetChunks) << bytes;
+    EXPECT_EQ(chunks, (bytes + (uint64_t{1} << shift) - 1) >> shift) << bytes;
   }
-  // A 5 MiB range: 32 KiB chunks, the last one short; the hash the same as
-  // any chunking's.
+  EXPECT_EQ(chunkCountFor(0, kMinChunkShift), 1u);
+  // A range of 5 MiB and 12 bytes: whole chunks and a short last one of 3
+  // floats; the hash the same as any chunking's.
   const auto data = randomBytes((5u << 20) + 12, 21);
   const auto slots = partials(data.data(), data.size(), Dtype::kFloat32, 0, 0, 0);
-  ASSERT_EQ(slots.size(), 161u);
+  const uint64_t chunk = uint64_t{1} << chunkShiftFor(data.size());
+  ASSERT_EQ(slots.size(), (data.size() + chunk - 1) / chunk);
   EXPECT_EQ(slots.back().elements, 3u);
   EXPECT_EQ(observeBytes(data, Dtype::kFloat32).hash, directHash(data.data(), data.size()));
 }
