@@ -58,6 +58,8 @@ class AddressMap {
   size_t size_ = 0;
 };
 
+constexpr uint64_t kNone64 = ~uint64_t{0};
+
 // The latest write through each range of one allocation that has several.
 struct GroupWrite {
   uint32_t key;
@@ -88,12 +90,19 @@ Dataflow Dataflow::build(const TensorRun& run, const ArgumentMap* arguments) {
   AddressMap keys;
   std::vector<uint32_t> range_key(run.rangeCount());
   std::vector<std::pair<uint64_t, uint64_t>> span;  // key -> [ptr, ptr + bytes)
+  // key -> its allocation as first seen: the first byte and the end of its
+  // requested bytes (every view of a tensor shares both; a block handed out
+  // again for a tensor of another size does not).
+  std::vector<std::pair<uint64_t, uint64_t>> allocation;
   for (const RunSite& site : run.sites()) {
     for (uint32_t i = 0; i < site.range_count; ++i) {
       const SiteRange& r = run.rangesOf(site)[i];
       const uint32_t key = keys.intern(r.ptr, r.bytes);
       range_key[run.rangeIndex(site, i)] = key;
-      if (key == span.size()) span.emplace_back(r.ptr, r.ptr + std::max<uint64_t>(r.bytes, 1));
+      if (key == span.size()) {
+        span.emplace_back(r.ptr, r.ptr + std::max<uint64_t>(r.bytes, 1));
+        allocation.emplace_back(r.base, r.ptr + r.extent);
+      }
     }
   }
   std::vector<uint32_t> group_of(span.size());
@@ -132,13 +141,17 @@ Dataflow Dataflow::build(const TensorRun& run, const ArgumentMap* arguments) {
   std::vector<std::vector<GroupWrite>> group_writes(group_keys.size());
 
   // The bytes' latest observation was read afterwards (before they changed).
-  const auto read_latest = [&](uint32_t key) {
-    if (last_obs[key] != kNone32) flow.flags_[last_obs[key]] |= kReadAfter;
+  const auto read_latest = [&](uint32_t key, bool same) {
+    if (last_obs[key] != kNone32) flow.flags_[last_obs[key]] |= same ? kReadAfter | kReadSame : kReadAfter;
   };
   // ... and so were those of every other range of the allocation that
   // overlaps [lo, hi) (a view read at another offset), unless a write through
   // an overlapping range changed them since they were observed.
-  const auto read_overlapping = [&](uint32_t group, uint64_t lo, uint64_t hi, uint32_t except) {
+  // `reader`: the allocation of the range that reads (a view of the same
+  // tensor reads it as its consumer does); none for a copy's source, which
+  // reads whatever it covers.
+  const auto read_overlapping = [&](uint32_t group, uint64_t lo, uint64_t hi, uint32_t except,
+                                    std::pair<uint64_t, uint64_t> reader) {
     if (group_keys[group] <= 1 && except != kNone32) return;
     for (const uint32_t k : members[group]) {
       if (k == except || last_obs[k] == kNone32 || span[k].first >= hi || lo >= span[k].second) continue;
@@ -147,7 +160,7 @@ Dataflow Dataflow::build(const TensorRun& run, const ArgumentMap* arguments) {
       for (const GroupWrite& w : group_writes[group]) {
         if (w.key != k && w.launch > last_launch[k] && w.lo < b && a < w.hi) overwritten = true;
       }
-      if (!overwritten) read_latest(k);
+      if (!overwritten) read_latest(k, reader.first == kNone64 || reader == allocation[k]);
     }
   };
 
@@ -170,7 +183,7 @@ Dataflow Dataflow::build(const TensorRun& run, const ArgumentMap* arguments) {
       auto it = std::upper_bound(by_base.begin(), by_base.end(), std::make_pair(lo, kNone32));
       if (it != by_base.begin()) {
         const uint32_t group = (--it)->second;
-        if (lo < extent_of[group].second) read_overlapping(group, lo, hi, kNone32);
+        if (lo < extent_of[group].second) read_overlapping(group, lo, hi, kNone32, {kNone64, kNone64});
       }
     }
     for (uint32_t i = 0; i < site.range_count; ++i) {
@@ -239,8 +252,8 @@ Dataflow Dataflow::build(const TensorRun& run, const ArgumentMap* arguments) {
         // Read (or rewritten with the same values): the state it came in
         // with was looked at. (Bytes first seen tell neither: a fresh
         // output at an address another tensor had is the common case.)
-        if (overlap == kNone32) read_latest(key);
-        read_overlapping(group, r.ptr, r.ptr + r.bytes, key);
+        if (overlap == kNone32) read_latest(key, true);
+        read_overlapping(group, r.ptr, r.ptr + r.bytes, key, {r.base, r.ptr + r.extent});
       } else if (wrote) {
         // Written: the bytes as observed before are gone, here and in every
         // range of the allocation this one covers.

@@ -64,6 +64,13 @@ class Dataflow {
   // The bytes as observed here were all written again later (through this
   // range or one covering it).
   static constexpr uint8_t kOverwritten = 32;
+  // Read afterwards through a range of the same allocation (this very range
+  // or a view of the same tensor: the same first byte and the same end of
+  // requested bytes), or by a copy from them: what a consumer of the tensor
+  // does. A read through a range of another allocation only sets
+  // kReadAfter: the caching allocator hands freed memory out again as other
+  // tensors, which then look like reads of it.
+  static constexpr uint8_t kReadSame = 64;
 
   // `arguments` says which ranges are ghosts (null: none is).
   static Dataflow build(const TensorRun& run, const ArgumentMap* arguments = nullptr);
@@ -83,6 +90,7 @@ class Dataflow {
   bool wrote(uint32_t observation) const { return (flags_[observation] & kWrote) != 0; }
   bool ghost(uint32_t observation) const { return (flags_[observation] & kGhost) != 0; }
   bool readAfter(uint32_t observation) const { return (flags_[observation] & kReadAfter) != 0; }
+  bool readSame(uint32_t observation) const { return (flags_[observation] & kReadSame) != 0; }
   bool overwritten(uint32_t observation) const { return (flags_[observation] & kOverwritten) != 0; }
   // Distinct address ranges seen.
   size_t ranges() const { return range_count_; }

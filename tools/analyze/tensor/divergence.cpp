@@ -224,21 +224,117 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
   scan.step_observations.assign(alignment.steps.size(), 0);
 
   // Random-number data: per observation, the random entry whose output it
-  // carries (kNone32: none). Allocated at the first random divergence.
-  std::vector<uint32_t> taint[2];
+  // carries (kNone32: none; kScratchTaint: garbage a scratch launch left).
+  // Allocated at the first random or scratch divergence.
+  constexpr uint32_t kScratchTaint = kNone32 - 2;
+  // And per launch, the random entry whose output it left (what a later
+  // reader of the same bytes through another view finds as its writer).
+  std::vector<uint32_t> taint[2], launch_taint[2];
+  // And the address ranges of the tainted observations, in order (for the
+  // unobserved sources of copies).
+  struct TaintedBytes {
+    uint64_t lo, hi;
+    uint32_t source;
+  };
+  std::vector<TaintedBytes> tainted_bytes[2];
   const auto tainted = [&](int side, uint32_t obs) {
     return obs != kNone32 && !taint[side].empty() && taint[side][obs] != kNone32;
+  };
+  const auto tainted_writer = [&](int side, uint32_t launch) {
+    return launch != kNone32 && !launch_taint[side].empty() && launch_taint[side][launch] != kNone32;
   };
   const auto mark = [&](const LaunchComparison& lc, uint32_t source) {
     if (taint[0].empty()) {
       taint[0].assign(runs.reference.observations().size(), kNone32);
       taint[1].assign(runs.candidate.observations().size(), kNone32);
+      launch_taint[0].assign(runs.reference.launches().size(), kNone32);
+      launch_taint[1].assign(runs.candidate.launches().size(), kNone32);
     }
+    const LaunchPair& lp = runs.alignment.pairs[lc.pair];
+    if (lp.reference != kNone32) launch_taint[0][lp.reference] = source;
+    if (lp.candidate != kNone32) launch_taint[1][lp.candidate] = source;
     for (const RangeCompare& rc : lc.ranges) {
       if (rc.after.verdict == Verdict::kEqual || rc.reference_obs == kNone32 || rc.candidate_obs == kNone32) continue;
       taint[0][rc.reference_obs] = source;
       taint[1][rc.candidate_obs] = source;
+      if (source == kScratchTaint) continue;
+      for (int side = 0; side < 2; ++side) {
+        const TensorRun& run = runs.run(side);
+        const uint32_t launch = side == 0 ? lp.reference : lp.candidate;
+        const uint32_t range = side == 0 ? rc.reference_range : rc.candidate_range;
+        if (launch == kNone32 || range == kNone32) continue;
+        const SiteRange& r = run.rangesOf(run.site(run.launches()[launch].site))[range];
+        tainted_bytes[side].push_back(TaintedBytes{r.ptr, r.ptr + r.bytes, source});
+      }
     }
+  };
+  // A copy reads its source, which is not observed: the random data its
+  // source bytes last carried, if any (kNone32).
+  const auto copiedSource = [&](const LaunchPair& pair) -> uint32_t {
+    for (int side = 0; side < 2; ++side) {
+      const TensorRun& run = runs.run(side);
+      const RunSite& site = run.site(run.launches()[side == 0 ? pair.reference : pair.candidate].site);
+      if (site.kind != LaunchKind::kCopy || site.copy_bytes == 0) return kNone32;
+      const uint64_t lo = site.copy_source, hi = site.copy_source + site.copy_bytes;
+      for (auto it = tainted_bytes[side].rbegin(); it != tainted_bytes[side].rend(); ++it) {
+        if (it->lo < hi && lo < it->hi) return it->source;
+      }
+    }
+    return kNone32;
+  };
+  // The random entry whose data every differing input of `lc` carries
+  // (kNone32: one carries none; kScratchTaint: they carry only scratch).
+  const auto carriedSource = [&](const LaunchComparison& lc, const LaunchPair& pair,
+                                 const std::vector<size_t>& inputs) -> uint32_t {
+    uint32_t source = kNone32;
+    bool any = false;
+    std::vector<uint32_t> carried(inputs.size(), kNone32);
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const RangeCompare& rc = lc.ranges[inputs[k]];
+      // The state it came in with: the earlier observation of its bytes.
+      const uint32_t before_r = rc.reference_before;
+      const uint32_t before_c = rc.candidate_before;
+      // Or, when its earlier state is unknown (a write through another
+      // view), its last writer left random numbers' data. Garbage a
+      // scratch launch left (a split-K GEMM's semaphores and partials in
+      // cuBLAS's workspace) neither explains nor spoils.
+      uint32_t t = tainted(0, before_r) ? taint[0][before_r] : tainted(1, before_c) ? taint[1][before_c] : kNone32;
+      if (t == kNone32 || t == kScratchTaint) {
+        const uint32_t w = tainted_writer(0, rc.reference_writer) ? launch_taint[0][rc.reference_writer]
+                           : tainted_writer(1, rc.candidate_writer) ? launch_taint[1][rc.candidate_writer]
+                                                                    : kNone32;
+        if (t == kNone32 || w != kNone32) t = w;
+      }
+      carried[k] = t;
+    }
+    // Two arguments that are views of the same bytes on both sides (a
+    // workspace passed at its start and 32 bytes in) carry the same data.
+    const auto overlaps = [&](const RangeCompare& a, const RangeCompare& b) {
+      if (a.reference_range == kNone32 || b.reference_range == kNone32 || a.candidate_range == kNone32 ||
+          b.candidate_range == kNone32)
+        return false;
+      const RunSite& sr = runs.reference.site(runs.reference.launches()[pair.reference].site);
+      const RunSite& sc = runs.candidate.site(runs.candidate.launches()[pair.candidate].site);
+      const SiteRange& ar = runs.reference.rangesOf(sr)[a.reference_range];
+      const SiteRange& br = runs.reference.rangesOf(sr)[b.reference_range];
+      const SiteRange& ac = runs.candidate.rangesOf(sc)[a.candidate_range];
+      const SiteRange& bc = runs.candidate.rangesOf(sc)[b.candidate_range];
+      return ar.ptr < br.ptr + br.bytes && br.ptr < ar.ptr + ar.bytes && ac.ptr < bc.ptr + bc.bytes &&
+             bc.ptr < ac.ptr + ac.bytes;
+    };
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      for (size_t j = 0; j < inputs.size() && carried[k] == kNone32; ++j) {
+        if (j != k && carried[j] != kNone32 && overlaps(lc.ranges[inputs[k]], lc.ranges[inputs[j]]))
+          carried[k] = carried[j];
+      }
+    }
+    for (const uint32_t t : carried) {
+      if (t == kScratchTaint) continue;
+      if (t == kNone32) return kNone32;
+      any = true;
+      if (source == kNone32) source = t;
+    }
+    return any ? source : kScratchTaint;
   };
   std::vector<uint32_t> random_of_key(runs.keys.size(), kNone32);
   std::unordered_map<uint64_t, uint32_t> cell_index;  // (step, key) -> scan.cells
@@ -305,6 +401,20 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
       if (!diverges) {
         if (scan.first_inconclusive == kNone32) scan.first_inconclusive = p;
         if (!scan.first) ++scan.inconclusive_before_first;
+        // Bytes that differ within tolerance still carry random numbers'
+        // data on: a random kernel's, or one whose differing inputs all do.
+        const bool random = runs.random(0, pair.reference) || runs.random(1, pair.candidate);
+        if (collecting() && (random || !taint[0].empty())) {
+          const LaunchComparison lc = compareLaunches(runs, p, options.metrics, true);
+          if (random) {
+            const uint32_t entry = random_of_key[runs.keyOf(0, pair.reference)];
+            mark(lc, entry == kNone32 ? kNone32 - 1 : entry);
+          } else {
+            const std::vector<size_t> inputs = explainingInputs(runs, lc);
+            const uint32_t source = inputs.empty() ? kNone32 : carriedSource(lc, pair, inputs);
+            if (source != kNone32 && source != kScratchTaint) mark(lc, source);
+          }
+        }
         continue;
       }
       if (!collecting()) continue;
@@ -328,24 +438,17 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
         continue;
       }
       const std::vector<size_t> inputs = explainingInputs(runs, lc);
-      if (!inputs.empty() && !taint[0].empty()) {
-        uint32_t source = kNone32;
-        bool all = true;
-        for (const size_t i : inputs) {
-          const RangeCompare& rc = lc.ranges[i];
-          // The state it came in with: the earlier observation of its bytes.
-          const uint32_t before_r = rc.reference_before;
-          const uint32_t before_c = rc.candidate_before;
-          const bool t = tainted(0, before_r) || tainted(1, before_c);
-          all = all && t;
-          if (t && source == kNone32) source = tainted(0, before_r) ? taint[0][before_r] : taint[1][before_c];
-        }
-        if (all) {
-          // A root of its own shows in its scalars even downstream of
-          // random numbers; otherwise random numbers explain it.
-          if (compareParams(runs.reference, runs.reference.site(runs.reference.launches()[pair.reference].site),
-                            runs.candidate, runs.candidate.site(runs.candidate.launches()[pair.candidate].site))
-                  .differing.empty()) {
+      const bool copy = runs.reference.site(runs.reference.launches()[pair.reference].site).kind == LaunchKind::kCopy;
+      if ((!inputs.empty() || copy) && !taint[0].empty()) {
+        uint32_t source = inputs.empty() ? kNone32 : carriedSource(lc, pair, inputs);
+        if (copy && (inputs.empty() || source == kScratchTaint)) source = copiedSource(pair);
+        const bool all = source != kNone32 && source != kScratchTaint, any = all;
+        if (all && any) {
+          // Random numbers explain it. Its scalar words are not asked: ATen's
+          // parameter structs carry stale stack words that differ between
+          // any two launches, and a baked scalar downstream of random numbers
+          // cannot be told from them by fingerprints (docs/tensor-analysis.md).
+          {
             ++scan.explained_by_random;
             if (source < scan.random.size()) {
               Divergence& r = scan.random[source];
@@ -379,8 +482,12 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
         any = true;
         const Dataflow& fr = runs.reference_flow;
         const Dataflow& fc = runs.candidate_flow;
+        // Unread: neither run reads the bytes through a range of the same
+        // allocation (dataflow.h, kReadSame). A workspace freed after the
+        // launch has its memory handed out again as parts of other tensors;
+        // those do not count.
         const bool unread = rc.reference_obs != kNone32 && rc.candidate_obs != kNone32 &&
-                            !fr.readAfter(rc.reference_obs) && !fc.readAfter(rc.candidate_obs);
+                            !fr.readSame(rc.reference_obs) && !fc.readSame(rc.candidate_obs);
         const bool gone = unread && overwrittenInStep(runs, 0, rc.reference_obs, pair_step[0]) &&
                           overwrittenInStep(runs, 1, rc.candidate_obs, pair_step[1]);
         const bool differed = unknown_before(fr, rc.reference_obs, rc.reference_before) ||
@@ -394,6 +501,7 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
       if (any && scratch) {
         if (scan.first_scratch == kNone32) scan.first_scratch = p;
         ++scan.scratch_only;
+        mark(lc, kScratchTaint);
         continue;
       }
       add(classifyDivergence(runs, std::move(lc), options));

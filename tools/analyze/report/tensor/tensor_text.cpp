@@ -222,14 +222,19 @@ std::string causeText(const RunComparison& c, const Divergence& d) {
       return text;
     }
     case Cause::kStaleInput: {
+      // Steps in each run's own numbering, said as such: the eager run may
+      // count the graph run's warm-up iterations as steps.
       std::string since = d.writers[1].launch == kNone32 ? "ever (no write of it was observed)"
-                                                         : fmt::format("{} (its last write: {})", stepText(d.writers[1].step),
+                                                         : fmt::format("candidate {} (its last write: {})", stepText(d.writers[1].step),
                                                                        writerText(c, d, 1));
       std::string text = fmt::format("The captured kernel reads a buffer nothing updated since {}; the reference wrote it with {}.",
                                      since, writerText(c, d, 0));
-      if (d.value_of_step >= -1)
-        text += fmt::format(" It holds the value the reference's {} read at {}.",
+      if (d.value_of_step >= -1) {
+        text += fmt::format(" It holds the value the reference's {} read at reference {}",
                             kernelName(*c.reference, sideLaunch(c, 0, d.pair)), stepText(d.value_of_step));
+        const int32_t paired = d.value_of_step - c.alignment.pairing.offset;
+        text += d.value_of_step >= 0 && paired >= 0 ? fmt::format(" (paired with candidate step {}).", paired) : ".";
+      }
       return text;
     }
     case Cause::kControlFlow:
