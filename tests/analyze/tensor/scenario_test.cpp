@@ -90,6 +90,31 @@ TEST(TensorScenario, PaddingRowsLeftUnwritten) {
   EXPECT_EQ(graph.first_nonfinite, 16);
 }
 
+TEST(TensorScenario, AWorkspaceLeftHalfFilledIsScratch) {
+  Scenario s{Bug::kNone};
+  s.workspace = true;
+  s.clone_loss = true;
+  const Outcome o = analyse(s);
+  EXPECT_EQ(o.first, nullptr) << causeKey(o.first->cause) << " at " << o.reference_kernel;
+  EXPECT_GT(o.comparison.scan.scratch_only, 0u);
+  // The same workspace under a real bug: the bug is still found.
+  Scenario baked{Bug::kBakedScalar};
+  baked.workspace = true;
+  const Outcome b = analyse(baked);
+  ASSERT_NE(b.first, nullptr);
+  EXPECT_EQ(b.first->cause, Cause::kScalarBaked);
+}
+
+TEST(TensorScenario, RandomNumbersCarryThroughWorkspacesAndCopies) {
+  Scenario s{Bug::kDropout};
+  s.workspace = true;
+  s.clone_loss = true;
+  const Outcome o = analyse(s);
+  EXPECT_EQ(o.first, nullptr) << causeKey(o.first->cause) << " at " << o.reference_kernel;
+  ASSERT_EQ(o.comparison.scan.random.size(), 1u);
+  EXPECT_GT(o.comparison.scan.explained_by_random, 0u);
+}
+
 TEST(TensorScenario, DropoutIsExpectedToDiffer) {
   const Outcome o = analyse(Scenario{Bug::kDropout});
   EXPECT_EQ(o.first, nullptr) << causeKey(o.first->cause) << " at " << o.reference_kernel;

@@ -15,6 +15,8 @@ constexpr const char* kReduceName = "_Z13reduce_kernelPKfPf";
 constexpr const char* kGradName = "_Z11grad_kernelPKfS0_Pf";
 constexpr const char* kSgdName = "_Z10sgd_updatePKfPfd";
 constexpr const char* kDropoutName = "_Z20fused_dropout_kernelPKfPf";
+constexpr const char* kGemmWsName = "_Z11gemm_kernelPKfS0_PfS1_";
+constexpr const char* kStackName = "_Z12stack_kernelPKfPf";
 
 Values batch(uint32_t iteration) {
   Values v(kWidth);
@@ -32,7 +34,18 @@ struct Buffers {
 
 // One training step on `b`; `zero_pad` says whether the program zeroes the
 // pad buffer first; `gelu` which branch it takes.
-void step(TensorSim& sim, const Buffers& b, uint32_t weights, double lr, bool zero_pad, bool gelu, bool dropout) {
+// `workspace`: a buffer the GEMM fills half of (kNoWorkspace: none).
+constexpr uint32_t kNoWorkspace = 0xffffffffu;
+
+void step(TensorSim& sim, const Buffers& b, uint32_t weights, double lr, bool zero_pad, bool gelu, bool dropout,
+          uint32_t workspace = kNoWorkspace) {
+  if (workspace != kNoWorkspace) {
+    sim.launch(kGemmWsName, {b.x, weights}, {b.h, workspace}, {}, [](const auto& in, const auto& out, const auto&, auto&) {
+      for (uint32_t i = 0; i < kWidth; ++i)
+        (*out[0])[i] = (*in[0])[i] * (*in[1])[i] + 0.1f * (*in[0])[(i + 1) % kWidth];
+      for (uint32_t i = 0; i < kWidth / 2; ++i) (*out[1])[i] = (*in[0])[i];
+    });
+  } else
   sim.launch(kGemmName, {b.x, weights}, {b.h}, {}, [](const auto& in, const auto& out, const auto&, auto&) {
     for (uint32_t i = 0; i < kWidth; ++i)
       (*out[0])[i] = (*in[0])[i] * (*in[1])[i] + 0.1f * (*in[0])[(i + 1) % kWidth];
@@ -79,8 +92,28 @@ const char* bugName(Bug bug) {
   return "unknown";
 }
 
+namespace {
+
+// losses.append(loss.clone()): a device-to-device copy into a fresh buffer.
+uint32_t clone(TensorSim& sim, uint32_t loss) {
+  const uint32_t c = sim.alloc(1);
+  sim.copy(c, loss);
+  return c;
+}
+
+// torch.stack(losses) at the end: a kernel that reads every clone.
+void stackLosses(TensorSim& sim, const std::vector<uint32_t>& clones) {
+  const uint32_t out = sim.alloc(static_cast<uint32_t>(clones.size()));
+  sim.launch(kStackName, clones, {out}, {}, [](const auto& in, const auto& out, const auto&, auto&) {
+    for (size_t i = 0; i < in.size(); ++i) (*out[0])[i] = (*in[i])[0];
+  });
+}
+
+}  // namespace
+
 void runTraining(TensorSim& sim, const Scenario& s, bool graph) {
   const bool dropout = s.bug == Bug::kDropout;
+  std::vector<uint32_t> clones;
   const uint32_t weights = sim.alloc(kWidth);
   Values w0(kWidth);
   for (uint32_t i = 0; i < kWidth; ++i) w0[i] = 0.5f + 0.01f * static_cast<float>(i);
@@ -91,9 +124,13 @@ void runTraining(TensorSim& sim, const Scenario& s, bool graph) {
       Buffers b{sim.alloc(kWidth), sim.alloc(kWidth), sim.alloc(kWidth), sim.alloc(kPad, 7.0f), sim.alloc(1), sim.alloc(kWidth)};
       sim.copyIn(b.x, batch(it));
       const bool gelu = s.bug == Bug::kFrozenBranch && it >= s.warmup + 2;
-      step(sim, b, weights, learningRate(s, it), true, gelu, dropout);
+      const uint32_t ws = s.workspace ? sim.alloc(kWidth, 3.0f) : kNoWorkspace;
+      step(sim, b, weights, learningRate(s, it), true, gelu, dropout, ws);
+      if (s.clone_loss && it >= s.warmup) clones.push_back(clone(sim, b.loss));
+      if (ws != kNoWorkspace) sim.free(ws);
       for (const uint32_t buffer : {b.x, b.h, b.y, b.pad, b.loss, b.grad}) sim.free(buffer);
     }
+    if (s.clone_loss) stackLosses(sim, clones);
     return;
   }
   // Static buffers for warm-up and capture; the captured step's pad lives in
@@ -105,16 +142,25 @@ void runTraining(TensorSim& sim, const Scenario& s, bool graph) {
   for (uint32_t it = 0; it < s.warmup; ++it) {
     if (s.step_points) sim.point("step");
     sim.copyIn(b.x, batch(it));
-    step(sim, b, weights, learningRate(s, it), true, false, dropout);
+    const uint32_t ws = s.workspace ? sim.alloc(kWidth, 3.0f) : kNoWorkspace;
+    step(sim, b, weights, learningRate(s, it), true, false, dropout, ws);
+    if (ws != kNoWorkspace) sim.free(ws);
   }
+  // The captured step's workspace lives in the graph's pool: other memory
+  // than the warm-up's (which a tensor of the regular pool takes), holding
+  // other garbage.
+  if (s.workspace) sim.alloc(kWidth);
+  const uint32_t captured_ws = s.workspace ? sim.alloc(kWidth, 5.0f) : kNoWorkspace;
   sim.beginCapture();
-  step(sim, captured, weights, learningRate(s, s.warmup), s.bug != Bug::kPaddingRows, false, dropout);
+  step(sim, captured, weights, learningRate(s, s.warmup), s.bug != Bug::kPaddingRows, false, dropout, captured_ws);
   sim.endCapture();
   for (uint32_t k = 0; k < s.steps; ++k) {
     if (s.step_points) sim.point("step");
     if (s.bug != Bug::kStaleInput) sim.copyIn(b.x, batch(s.warmup + k));
     sim.replay();
+    if (s.clone_loss) clones.push_back(clone(sim, captured.loss));
   }
+  if (s.clone_loss) stackLosses(sim, clones);
 }
 
 RunFiles writeScenario(const std::string& dir, const Scenario& scenario) {

@@ -36,6 +36,14 @@ struct Scenario {
   uint32_t warmup = 2;
   uint32_t steps = 5;
   bool step_points = false;  // tcgd.point("step") at the top of each iteration
+  // The GEMM also takes a workspace it fills only half of (cuBLAS's, an
+  // attention kernel's): the other half keeps what the memory held, which
+  // differs between the runs, and nothing reads it; eagerly it is freed
+  // right after, so the next step's tensors take its memory.
+  bool workspace = false;
+  // The loss is cloned after each step (losses.append(loss.clone())): a
+  // device-to-device copy whose source is not observed.
+  bool clone_loss = false;
 };
 
 // The eager (graph = false) or graph run of the scenario.
