@@ -53,6 +53,11 @@ echo "== GPU programs"
 "$python" tests/gpu/run_gate.py --build "$build" --out "$out/cases" "${args[@]}" 2>&1 | tee "$out/gate.log"
 gate_status=${PIPESTATUS[0]}
 cp "$out/cases/summary.json" "$out/" 2>/dev/null
+# The tensor bundles to keep as golden ones (tests/golden/tensor), apart:
+# small enough to come back from a machine that returns few, small files.
+if [[ -d "$out/cases/golden-tensor" ]]; then
+  tar -C "$out/cases" -cJf "$out/golden-tensor.tar.xz" golden-tensor 2>/dev/null
+fi
 tar -C "$out" -czf "$out/cases.tar.gz" cases 2>/dev/null && rm -rf "$out/cases"
 echo "CPU suite on this machine: $ctest_status; compiler warnings: $warnings"
 exit "$gate_status"
