@@ -54,7 +54,7 @@ std::vector<ExecNode> snapshot(Graph& graph) {
 CUresult instantiate(CUgraphExec* exec, CUgraph graph) {
   if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!isGraph(graph)) return CUDA_ERROR_INVALID_HANDLE;
-  auto* out = new Exec;  // never freed: destroyed execs are poisoned
+  auto* out = retained<Exec>();  // never freed: destroyed execs are poisoned
   out->nodes = snapshot(*reinterpret_cast<Graph*>(graph));
   *exec = reinterpret_cast<CUgraphExec>(out);
   return CUDA_SUCCESS;
@@ -211,7 +211,7 @@ CUresult execUpdate(CUgraphExec exec_handle, CUgraph graph_handle, CUgraphExecUp
 }  // namespace
 
 Node* Graph::add(NodeSpec spec, const std::vector<Node*>& deps) {
-  auto* node = new Node;
+  auto* node = retained<Node>();
   node->graph = this;
   node->spec = std::move(spec);
   node->deps = deps;
@@ -256,7 +256,7 @@ using fake::Node;
 FAKE_EXPORT CUresult cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
   FAKE_ENTER(cuGraphCreate);
   if (phGraph == nullptr || flags != 0) FAKE_RETURN(cuGraphCreate, CUDA_ERROR_INVALID_VALUE);
-  *phGraph = reinterpret_cast<CUgraph>(new Graph);
+  *phGraph = reinterpret_cast<CUgraph>(fake::retained<Graph>());
   FAKE_RETURN(cuGraphCreate, CUDA_SUCCESS);
 }
 

@@ -93,7 +93,7 @@ bool isKernel(const void* handle) {
 
 Kernel* makeKernel(const char* name, int family, size_t count, const uint32_t* offsets,
                    const uint32_t* sizes) {
-  auto* kernel = new Kernel;  // lives as long as the process, like a module's kernels
+  auto* kernel = retained<Kernel>();  // lives as long as the process, like a module's kernels
   kernel->family = family;
   std::strncpy(kernel->name, name, sizeof(kernel->name) - 1);
   for (size_t i = 0; i < count; ++i) {

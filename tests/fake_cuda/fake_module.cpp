@@ -50,7 +50,7 @@ CUresult load(void** out, const void* image, Magic magic, int family) {
   const uint32_t size = sizeof(tcgd::tensor::FingerprintParams);
   Kernel* kernel = makeKernel(tcgd::tensor::kFingerprintKernelName, family, 1, &offset, &size);
   kernel->body = &fingerprintBody;
-  *out = new Image{magic, kernel};
+  *out = fake::retained<Image>(magic, kernel);
   return CUDA_SUCCESS;
 }
 

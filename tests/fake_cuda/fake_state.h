@@ -12,6 +12,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
@@ -38,6 +40,21 @@ extern const Entry kEntries[kEntryCount];
 extern void* const kAddresses[kEntryCount];
 
 int findEntry(const char* elf);
+
+// The objects behind handles live as long as the process: a destroyed one
+// is poisoned, never freed, so that a second destroy or a stale handle gets
+// an error and not a use of freed memory. They are kept reachable here so
+// that leak checkers (LeakSanitizer in the sanitizer builds) see them as
+// the process's, not as leaks.
+template <class T, class... Args>
+T* retained(Args&&... args) {
+  static std::mutex* const mutex = new std::mutex;
+  static std::vector<const void*>* const all = new std::vector<const void*>;
+  T* object = new T{std::forward<Args>(args)...};
+  const std::lock_guard lock(*mutex);
+  all->push_back(object);
+  return object;
+}
 
 // Counts the call; returns an injected error for it, or CUDA_SUCCESS.
 CUresult enter(Id id);

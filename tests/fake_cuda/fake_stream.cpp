@@ -172,9 +172,9 @@ CUresult beginCapture(CUstream handle, bool per_thread_entry, CUstreamCaptureMod
   }
   std::lock_guard lock(g_mutex);
   if (stream->capture.load() != nullptr) return CUDA_ERROR_ILLEGAL_STATE;
-  auto* capture = new Capture;  // never freed: streams and events may still point at it
+  auto* capture = retained<Capture>();  // never freed: streams and events may still point at it
   capture->id = g_last_capture_id.fetch_add(1) + 1;
-  capture->graph = into != nullptr ? into : new Graph;
+  capture->graph = into != nullptr ? into : retained<Graph>();
   capture->own_graph = into == nullptr;
   capture->mode = mode;
   capture->owner = std::this_thread::get_id();
@@ -412,7 +412,7 @@ FAKE_EXPORT CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
   if (phStream == nullptr || (Flags & ~unsigned{CU_STREAM_NON_BLOCKING}) != 0) {
     FAKE_RETURN(cuStreamCreate, CUDA_ERROR_INVALID_VALUE);
   }
-  auto* stream = new Stream;
+  auto* stream = fake::retained<Stream>();
   stream->flags = Flags;
   *phStream = reinterpret_cast<CUstream>(stream);
   FAKE_RETURN(cuStreamCreate, CUDA_SUCCESS);
@@ -579,7 +579,7 @@ FAKE_EXPORT CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
       ((Flags & CU_EVENT_INTERPROCESS) != 0 && (Flags & CU_EVENT_DISABLE_TIMING) == 0)) {
     FAKE_RETURN(cuEventCreate, CUDA_ERROR_INVALID_VALUE);
   }
-  auto* event = new fake::Event;
+  auto* event = fake::retained<fake::Event>();
   event->flags = Flags;
   *phEvent = reinterpret_cast<CUevent>(event);
   FAKE_RETURN(cuEventCreate, CUDA_SUCCESS);

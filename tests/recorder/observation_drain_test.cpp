@@ -23,7 +23,8 @@ class Ring {
  public:
   explicit Ring(uint64_t capacity) : capacity_(capacity) {
     bytes_ = kObservationRingHeaderBytes + capacity * sizeof(ObservationSlot);
-    memory_ = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes_));
+    // aligned_alloc takes a size that is a multiple of the alignment.
+    memory_ = static_cast<uint8_t*>(std::aligned_alloc(4096, (bytes_ + 4095) / 4096 * 4096));
     std::memset(memory_, 0, bytes_);
   }
   ~Ring() { std::free(memory_); }
