@@ -237,6 +237,8 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
     uint32_t source;
   };
   std::vector<TaintedBytes> tainted_bytes[2];
+  constexpr size_t kTaintedKept = size_t{1} << 20;  // then the older half is dropped
+  constexpr size_t kCopyLookback = 4096;
   const auto tainted = [&](int side, uint32_t obs) {
     return obs != kNone32 && !taint[side].empty() && taint[side][obs] != kNone32;
   };
@@ -264,7 +266,9 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
         const uint32_t range = side == 0 ? rc.reference_range : rc.candidate_range;
         if (launch == kNone32 || range == kNone32) continue;
         const SiteRange& r = run.rangesOf(run.site(run.launches()[launch].site))[range];
-        tainted_bytes[side].push_back(TaintedBytes{r.ptr, r.ptr + r.bytes, source});
+        std::vector<TaintedBytes>& list = tainted_bytes[side];
+        if (list.size() >= kTaintedKept) list.erase(list.begin(), list.begin() + kTaintedKept / 2);
+        list.push_back(TaintedBytes{r.ptr, r.ptr + r.bytes, source});
       }
     }
   };
@@ -276,8 +280,12 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
       const RunSite& site = run.site(run.launches()[side == 0 ? pair.reference : pair.candidate].site);
       if (site.kind != LaunchKind::kCopy || site.copy_bytes == 0) return kNone32;
       const uint64_t lo = site.copy_source, hi = site.copy_source + site.copy_bytes;
-      for (auto it = tainted_bytes[side].rbegin(); it != tainted_bytes[side].rend(); ++it) {
-        if (it->lo < hi && lo < it->hi) return it->source;
+      // The latest ones only: a copy's source is what a recent launch left
+      // (loss.clone() after the step), and the walk stays bounded.
+      const std::vector<TaintedBytes>& list = tainted_bytes[side];
+      for (size_t n = 0; n < list.size() && n < kCopyLookback; ++n) {
+        const TaintedBytes& t = list[list.size() - 1 - n];
+        if (t.lo < hi && lo < t.hi) return t.source;
       }
     }
     return kNone32;
