@@ -301,10 +301,7 @@ void appendTensorCountersText(const bundle::TensorCounters& c, std::string* out)
   out->push_back('\n');
 }
 
-void appendTensorCountersJson(const bundle::TensorCounters& c, std::string* out) {
-  JsonWriter json(out);
-  json.beginObject();
-  json.key("final").value(c.final());
+void writeTensorCountersFields(const bundle::TensorCounters& c, JsonWriter& json) {
   json.key("point_ordinal").value(c.point_ordinal());
   json.key("sites").value(c.sites());
   json.key("observations").value(c.observations());
@@ -315,6 +312,13 @@ void appendTensorCountersJson(const bundle::TensorCounters& c, std::string* out)
   const std::map<std::string, uint64_t> skipped(c.skipped().begin(), c.skipped().end());
   for (const auto& [reason, count] : skipped) json.key(reason).value(count);
   json.endObject();
+}
+
+void appendTensorCountersJson(const bundle::TensorCounters& c, std::string* out) {
+  JsonWriter json(out);
+  json.beginObject();
+  json.key("final").value(c.final());
+  writeTensorCountersFields(c, json);
   json.endObject();
   out->push_back('\n');
 }

@@ -8,6 +8,8 @@
 
 namespace tcgd::analyze {
 
+class JsonWriter;
+
 // "header", "point", "events", ..., "tensor_observations", "unknown".
 const char* frameTypeName(const bundle::Frame& frame);
 
@@ -27,5 +29,8 @@ void appendObservationText(const bundle::TensorObservationBatch& batch, int row,
 void appendObservationJson(const bundle::TensorObservationBatch& batch, int row, std::string* out);
 void appendTensorCountersText(const bundle::TensorCounters& counters, std::string* out);
 void appendTensorCountersJson(const bundle::TensorCounters& counters, std::string* out);
+// The counters' fields (point_ordinal ... skipped) into an open JSON object:
+// what dump's frame line and info's counters object share.
+void writeTensorCountersFields(const bundle::TensorCounters& counters, JsonWriter& json);
 
 }  // namespace tcgd::analyze

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "model/kernel_names.h"
+#include "report/frame_format.h"
 
 namespace tcgd::analyze {
 namespace {
@@ -199,16 +200,7 @@ void writeTensorInfoJson(const TensorFrames& tensor, JsonWriter& json) {
     json.beginObject();
     json.key("source").value(c.final() ? "final" : "last");
     json.key("frames").value(tensor.counters_frames);
-    json.key("point_ordinal").value(c.point_ordinal());
-    json.key("sites").value(c.sites());
-    json.key("observations").value(c.observations());
-    json.key("slots").value(c.slots());
-    json.key("slots_dropped").value(c.slots_dropped());
-    json.key("observations_incomplete").value(c.observations_incomplete());
-    json.key("skipped").beginObject();
-    const std::map<std::string, uint64_t> skipped(c.skipped().begin(), c.skipped().end());
-    for (const auto& [reason, count] : skipped) json.key(reason).value(count);
-    json.endObject();
+    writeTensorCountersFields(c, json);
     json.endObject();
   }
   json.key("problems").array(tensor.problems);
