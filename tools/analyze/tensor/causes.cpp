@@ -372,13 +372,9 @@ Divergence classifyDivergence(const RunPair& runs, LaunchComparison launch, cons
     }
     const int side = writeWithoutCounterpart(runs, 0, wr.launch) ? 0 : (writeWithoutCounterpart(runs, 1, wc.launch) ? 1 : -1);
     if (side >= 0) {
+      // (A writer in a stretch of kernels that differ was taken as control
+      // flow above.)
       const WriterInfo& w = d.writers[side];
-      Replacement r;
-      if (inReplacement(runs, w.pair, &r)) {
-        d.cause = Cause::kControlFlow;
-        d.replacement = r;
-        return d;
-      }
       const bool fills = fillsMemory(runs, side, w.launch);
       const TensorRun& run = runs.run(side);
       const bool copy = run.site(run.launches()[w.launch].site).kind == LaunchKind::kCopy;

@@ -4,19 +4,20 @@
 #include <map>
 #include <set>
 
+#include "tensor/dataflow.h"
+
 namespace tcgd::analyze {
 namespace {
 
 constexpr uint64_t kStateBytes = 8;  // one int64 element
 
 // An eager launch that writes one 8-byte range without reading it: a fill
-// kernel (FillFunctor) or a set.
+// kernel (dataflow.h: writesWithoutReading) or a set.
 bool refill(const TensorRun& run, const RunLaunch& launch, uint64_t* ptr) {
   if (launch.replay != kNone32) return false;
   const RunSite& site = run.site(launch.site);
   if (site.captured() || site.range_count != 1) return false;
-  if (site.kind != LaunchKind::kSet && run.kernelOf(site).demangled.find("FillFunctor") == std::string::npos)
-    return false;
+  if (site.kind != LaunchKind::kSet && !writesWithoutReading(run.kernelOf(site).demangled)) return false;
   const SiteRange& r = run.rangesOf(site)[0];
   if (r.bytes != kStateBytes) return false;
   *ptr = r.ptr;
