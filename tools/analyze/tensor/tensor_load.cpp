@@ -14,6 +14,7 @@
 #include "event_codec.h"
 #include "records/graph_records.h"
 #include "records/record_catalog.h"
+#include "records/tensor_records.h"
 #include "tensor/observation_decode.h"
 
 namespace tcgd::analyze {
@@ -66,33 +67,35 @@ void addRecords(RecordReader& reader, TensorRunParts* parts) {
         parts->graph_records.push_back(g);
         break;
       }
-      case RecordKind::kTensorCaptureBegin:
-        // ordinal, capture_id, stream (collectors/record_types.h)
+      case RecordKind::kTensorCaptureBegin: {
+        const TensorCaptureBeginRecord begin = TensorCaptureBeginRecord::of(r);
         g.kind = GraphRecord::Kind::kProbeBegin;
-        g.ordinal = r.words[0];
-        g.capture_id = r.words[1];
-        g.stream = r.words[2];
+        g.ordinal = begin.ordinal;
+        g.capture_id = begin.capture_id;
+        g.stream = begin.stream;
         parts->graph_records.push_back(g);
         break;
-      case RecordKind::kTensorCaptureEnd:
-        // ordinal, capture_id, graph, launches, sites
+      }
+      case RecordKind::kTensorCaptureEnd: {
+        const TensorCaptureEndRecord end = TensorCaptureEndRecord::of(r);
         g.kind = GraphRecord::Kind::kProbeEnd;
-        g.ordinal = r.words[0];
-        g.capture_id = r.words[1];
-        g.graph = r.words[2];
-        g.launches = r.words[3];
-        g.sites = r.words[4];
+        g.ordinal = end.ordinal;
+        g.capture_id = end.capture_id;
+        g.graph = end.graph;
+        g.launches = end.launches;
+        g.sites = end.sites;
         parts->graph_records.push_back(g);
         break;
+      }
       case RecordKind::kTensorStatus: {
-        // status, detail blob, device, device_bytes, slots
+        const TensorStatusRecord record = TensorStatusRecord::of(r);
         ProbeStatus status;
         status.sequence = r.sequence;
-        status.status = static_cast<uint32_t>(r.words[0]);
-        status.device = static_cast<int32_t>(r.words[2]);
-        status.device_bytes = r.words[3];
-        status.slots = r.words[4];
-        reader.status_details.emplace_back(parts->statuses.size(), r.words[1]);
+        status.status = record.status;
+        status.device = record.device;
+        status.device_bytes = record.device_bytes;
+        status.slots = record.slots;
+        reader.status_details.emplace_back(parts->statuses.size(), record.detail_blob);
         parts->statuses.push_back(std::move(status));
         break;
       }
