@@ -16,6 +16,9 @@ void registerBuiltinCommands(CommandRegistry& registry) {
   registerLeaksCommand(registry);
   registerMemoryReportCommand(registry);
   registerExportCommands(registry);
+#if defined(TCGD_ANALYZE_TENSOR_COMMANDS)
+  registerExportTensorboardCommand(registry);
+#endif
   registerGroupCommands(registry);
 #if defined(TCGD_ANALYZE_TENSOR_COMMANDS)
   registerTensorCommands(registry);

@@ -24,6 +24,8 @@ void registerComparePhasesCommand(CommandRegistry& registry);  // memory compare
 void registerLeaksCommand(CommandRegistry& registry);  // memory leaks (commands/memory/leaks.cpp)
 void registerMemoryReportCommand(CommandRegistry& registry);  // memory report (commands/memory/report.cpp)
 void registerExportCommands(CommandRegistry& registry);  // export perfetto (commands/export/perfetto.cpp)
+// export tensorboard (commands/export/tensorboard.cpp), with the tensor verbs.
+void registerExportTensorboardCommand(CommandRegistry& registry);
 void registerGroupCommands(CommandRegistry& registry);  // memory group-summary, compare-run-group-phases
 
 // The "tensor" verb group: defined by the library of commands/tensor

@@ -51,7 +51,8 @@ int runExportPerfetto(const ParsedArgs& args, Output& out) {
 
 void registerExportCommands(CommandRegistry& registry) {
   registry.addGroup({"export"}, "Export a bundle in another tool's format",
-                    "Files that other tools open: Perfetto and chrome://tracing traces.");
+                    "Files that other tools open: Perfetto and chrome://tracing traces, TensorBoard\n"
+                    "event files (with the tensor verbs).");
   registry.add(CommandSpec{
       .path = {"export", "perfetto"},
       .summary = "A memory bundle as Chrome/Perfetto trace-event JSON",
