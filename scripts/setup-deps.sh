@@ -105,6 +105,37 @@ if ! chromium_found; then
   fi
 fi
 
+# ---- Python packages the tests use --------------------------------------------
+# tensorboard: the export test (tests/analyze/export/tensorboard_readback.py)
+# reads `tcgd-analyze export tensorboard`'s event files with TensorBoard's own
+# reader, and fails without it. Installed for the python3 on PATH (the one
+# CMake's FindPython3 picks and ctest runs), into the user's site-packages,
+# only when `import tensorboard` fails. A Python that refuses pip installs as
+# "externally managed" (Debian's own python3, PEP 668) is retried with
+# --break-system-packages, which a --user install permits safely.
+python_packages=(tensorboard)
+for module in "${python_packages[@]}"; do
+  python3 -c "import $module" >/dev/null 2>&1 && continue
+  if ((check_only)); then
+    say "missing Python package: $module (the export test fails without it); run scripts/setup-deps.sh"
+    exit 1
+  fi
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    say "python3 has no pip: install it (apt-get install python3-pip), then run this script again"
+    exit 1
+  fi
+  say "installing the Python package $module (python3 -m pip install --user $module)"
+  if ! python3 -m pip install --user --quiet --disable-pip-version-check "$module" 2>/dev/null &&
+     ! python3 -m pip install --user --quiet --disable-pip-version-check --break-system-packages "$module"; then
+    say "could not install $module with pip; install it for $(command -v python3), then run this script again"
+    exit 1
+  fi
+  python3 -c "import $module" >/dev/null 2>&1 || {
+    say "$module was installed but python3 cannot import it (is the user site-packages disabled?)"
+    exit 1
+  }
+done
+
 # ---- CUDA toolkit headers ---------------------------------------------------
 cuda_include=""
 for dir in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda /usr/local/cuda-13.0 /usr/local/cuda-13 /usr; do
@@ -130,4 +161,4 @@ if [[ ! -f "$cuda_include/nvtx3/nvToolsExt.h" && ! -f /usr/include/nvtx3/nvTools
   say "Install the toolkit's NVTX component (cuda-nvtx-13-0 from NVIDIA's apt repository), then run this script again."
   exit 1
 fi
-say "ok: packages present; CUDA headers $cuda_include (CUDA_VERSION $version), NVTX v3 headers"
+say "ok: packages present; Python packages: ${python_packages[*]}; CUDA headers $cuda_include (CUDA_VERSION $version), NVTX v3 headers"

@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""export tensorboard on golden tensor bundles, read back by TensorBoard's reader.
+
+    tensorboard_readback.py TCGD_ANALYZE GOLDEN_TENSOR_DIR
+
+Exports tests/golden/tensor/stale-input/{graph,eager}.tcgd-tensor, reads the
+event files with tensorboard's EventAccumulator (which checks the TFRecord
+CRCs itself; this script checks them again with a CRC-32C of its own) and
+compares every exported value of the captured sites (graph run, step = replay
+index) and of every eager launch (eager run without steps, step = the
+kernel's invocation) with statistics recomputed here from
+`tcgd-analyze dump --tensor ... --json`. Also checks --max-series, --kernel,
+--tag-prefix and the --histograms note.
+
+Needs the tensorboard Python package (scripts/setup-deps.sh installs it); it
+FAILS without it, so that CI cannot pass by skipping it.
+"""
+import glob
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+FAILURES = []
+
+
+def check(condition, message):
+    if not condition:
+        FAILURES.append(message)
+    return condition
+
+
+try:
+    from tensorboard.backend.event_processing import event_accumulator
+except ImportError as error:
+    print(f"FAIL: the tensorboard Python package is missing ({error}); run scripts/setup-deps.sh "
+          f"(it installs it with: {sys.executable} -m pip install --user tensorboard)")
+    sys.exit(1)
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
+
+
+def masked(crc):
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def check_framing(path):
+    """Every record's two masked CRC-32Cs; returns the record count."""
+    data = open(path, "rb").read()
+    at, records = 0, 0
+    while at < len(data):
+        (length,) = struct.unpack_from("<Q", data, at)
+        (length_crc,) = struct.unpack_from("<I", data, at + 8)
+        check(length_crc == masked(crc32c(data[at:at + 8])), f"{path}: record {records}: length CRC")
+        body = data[at + 12:at + 12 + length]
+        (data_crc,) = struct.unpack_from("<I", data, at + 12 + length)
+        # The file can be megabytes: check the data CRC of the first records only.
+        if records < 50:
+            check(data_crc == masked(crc32c(body)), f"{path}: record {records}: data CRC")
+        at += 16 + length
+        records += 1
+    check(at == len(data), f"{path}: trailing bytes")
+    return records
+
+
+def run(tool, *args):
+    result = subprocess.run([tool, *args], capture_output=True, text=True)
+    if result.returncode != 0:
+        print(f"FAIL: {' '.join([tool, *args])} exited {result.returncode}\n{result.stdout}{result.stderr}")
+        sys.exit(1)
+    return result
+
+
+def dump(tool, bundle, what):
+    return [json.loads(line) for line in run(tool, "dump", "--tensor", what, "--json", bundle).stdout.splitlines()
+            if line.strip()]
+
+
+def export(tool, bundle, out, *options):
+    result = run(tool, "export", "tensorboard", bundle, "-o", out, *options)
+    files = glob.glob(os.path.join(out, "events.out.tfevents.*"))
+    check(len(files) == 1, f"{out}: expected one event file, found {files}")
+    check(not [f for f in os.listdir(out) if f.startswith(".")], f"{out}: a temporary file was left")
+    check_framing(files[0])
+    acc = event_accumulator.EventAccumulator(out, size_guidance={event_accumulator.SCALARS: 0})
+    acc.Reload()
+    scalars = {}
+    for tag in acc.Tags()["scalars"]:
+        scalars[tag] = {e.step: e.value for e in acc.Scalars(tag)}
+    return result, scalars
+
+
+def f32(x):
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def statistics(o):
+    """The scalars of one observation, as the export defines them."""
+    out = {"numel": o["elements"]}
+    if o["hash_only"]:
+        return out
+    finite = o["elements"] - o["nan"] - o["pos_inf"] - o["neg_inf"]
+    if finite > 0:
+        mean = o["sum"] / finite
+        out["mean"] = mean
+        out["std"] = math.sqrt(max(0.0, o["sum_squares"] / finite - mean * mean))
+        if o["minimum"] is not None and o["maximum"] is not None and o["minimum"] <= o["maximum"]:
+            out["min"] = o["minimum"]
+            out["max"] = o["maximum"]
+        out["l2_norm"] = math.sqrt(max(0.0, o["sum_squares"]))
+    out["nan"] = o["nan"]
+    out["inf"] = o["pos_inf"] + o["neg_inf"]
+    return out
+
+
+def argument(kernel, rng):
+    if rng["param"] < 0:
+        return "dst"
+    p = rng["param"]
+    offsets = kernel.get("param_offsets", [])
+    if kernel.get("param_status", 0) != 0 or p >= len(offsets) or rng["offset"] < offsets[p]:
+        return f"word{rng['offset']}"
+    into = rng["offset"] - offsets[p]
+    return f"arg{p}" if into == 0 else f"arg{p}+{into}"
+
+
+class Bundle:
+    def __init__(self, tool, path):
+        self.kernels = {k["function"]: k for k in dump(tool, path, "kernels")}
+        self.sites = {s["site"]: s for s in dump(tool, path, "sites")}
+        self.observations = {}
+        for o in dump(tool, path, "observations"):
+            self.observations[(o["site"], o["exec"], o["range"])] = o
+        # Short names that distinct kernels share get "#n" in the export; those
+        # kernels are left out of the comparison.
+        shorts = {}
+        for k in self.kernels.values():
+            shorts.setdefault(k["short_name"], set()).add(k["name"])
+        self.ambiguous = {s for s, names in shorts.items() if len(names) > 1}
+
+    def kernel(self, site):
+        return self.kernels[site["function"]]
+
+    def name(self, site):
+        return self.kernel(site)["short_name"].replace("/", "_")
+
+
+def compare(scalars, expected, label):
+    """expected: tag base -> step -> observation. Every statistic must be there."""
+    compared = 0
+    for base, by_step in expected.items():
+        for step, o in by_step.items():
+            if o["incomplete"]:
+                continue
+            for stat, value in statistics(o).items():
+                tag = f"{base}/{stat}"
+                if not check(tag in scalars, f"{label}: tag {tag} missing"):
+                    continue
+                if not check(step in scalars[tag], f"{label}: {tag}: step {step} missing ({sorted(scalars[tag])})"):
+                    continue
+                got = scalars[tag][step]
+                check(math.isclose(got, f32(value), rel_tol=1e-6, abs_tol=1e-37),
+                      f"{label}: {tag} at step {step}: {got}, bundle says {value}")
+                compared += 1
+    return compared
+
+
+def graph_case(tool, golden, tmp):
+    path = os.path.join(golden, "stale-input", "graph.tcgd-tensor")
+    b = Bundle(tool, path)
+    result, scalars = export(tool, path, os.path.join(tmp, "graph"), "--step-point", "none")
+    # The captured sites in node order; position = earlier nodes of the same kernel.
+    captured = sorted((s for s in b.sites.values() if s["capture"] != 0), key=lambda s: (s["capture"], s["node"]))
+    check(len({s["capture"] for s in captured}) == 1, "stale-input graph: one capture expected")
+    seen, expected = {}, {}
+    for s in captured:
+        name = b.kernel(s)["name"]
+        position = seen.get(name, 0)
+        seen[name] = position + 1
+        if b.name(s) in b.ambiguous:
+            continue
+        for r in s["ranges"]:
+            base = f"{b.name(s)}[{position}]/{argument(b.kernel(s), r)}"
+            for (site, exec_, rng), o in b.observations.items():
+                if site == s["site"] and rng == r["index"]:
+                    expected.setdefault(base, {})[exec_] = o
+    check(expected, "stale-input graph: no captured series to compare")
+    replays = {step for by_step in expected.values() for step in by_step}
+    check(replays == set(range(len(replays))), f"stale-input graph: replay indices {sorted(replays)}")
+    compared = compare(scalars, expected, "stale-input graph")
+    # Warm-up iteration -1 and the eager launches of each step are there too.
+    check(any(-1 in v for v in scalars.values()), "stale-input graph: no warm-up step -1")
+    check(len(scalars) > sum(len(statistics(next(iter(v.values())))) for v in expected.values()),
+          "stale-input graph: the steps' eager launches are missing")
+    total = sum(len(v) for v in scalars.values())
+    check(f"{total} scalar values" in result.stdout, f"stale-input graph: {total} values read, export said: "
+          f"{result.stdout}")
+    print(f"graph: {len(scalars)} tags, {total} values read back; {compared} compared with the bundle")
+
+
+def eager_case(tool, golden, tmp):
+    path = os.path.join(golden, "stale-input", "eager.tcgd-tensor")
+    b = Bundle(tool, path)
+    result, scalars = export(tool, path, os.path.join(tmp, "eager"), "--step-point", "none")
+    check("no steps" in result.stdout, f"stale-input eager: expected a run without steps: {result.stdout}")
+    expected = {}
+    for s in b.sites.values():
+        check(s["capture"] == 0, "stale-input eager: a captured site")
+        if b.name(s) in b.ambiguous:
+            continue
+        for r in s["ranges"]:
+            o = b.observations.get((s["site"], 0, r["index"]))
+            if o is None:
+                continue
+            base = f"{b.name(s)}/{argument(b.kernel(s), r)}"
+            check(s["invocation"] not in expected.get(base, {}), f"{base}: invocation {s['invocation']} twice")
+            expected.setdefault(base, {})[s["invocation"]] = o
+    compared = compare(scalars, expected, "stale-input eager")
+    exported = {t.rsplit("/", 1)[0] for t in scalars}
+    check(exported == set(expected), f"stale-input eager: series {sorted(exported ^ set(expected))} differ")
+    total = sum(len(v) for v in scalars.values())
+    check(total == compared, f"stale-input eager: {total} values read back, {compared} expected")
+    print(f"eager: {len(scalars)} tags, {total} values read back; {compared} compared with the bundle")
+
+
+def options_case(tool, golden, tmp):
+    path = os.path.join(golden, "stale-input", "graph.tcgd-tensor")
+    result, scalars = export(tool, path, os.path.join(tmp, "capped"), "--max-series", "3", "--tag-prefix", "g/",
+                             "--histograms")
+    series = {t.rsplit("/", 1)[0] for t in scalars}
+    check(len(series) == 3, f"--max-series 3: {len(series)} series")
+    check(all(t.startswith("g/") for t in scalars), "--tag-prefix g/: a tag without it")
+    check("CUT" in result.stdout and "--max-series 3" in result.stdout, f"--max-series: no note: {result.stdout}")
+    check("holds no recorded values" in result.stderr, f"--histograms: no note on stderr: {result.stderr}")
+    _, scalars = export(tool, path, os.path.join(tmp, "tanh"), "--kernel", "tanh")
+    check(scalars and all(t.startswith("vectorized_elementwise_kernel<4, tanh_kernel_cuda") for t in scalars),
+          f"--kernel tanh: {sorted(scalars)[:3]}")
+    # A second export into the same directory replaces the file.
+    _, again = export(tool, path, os.path.join(tmp, "tanh"), "--kernel", "tanh")
+    check(again == scalars, "a second export into the same directory differs")
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    tool, golden = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory(prefix="tcgd-tb-") as tmp:
+        graph_case(tool, golden, tmp)
+        eager_case(tool, golden, tmp)
+        options_case(tool, golden, tmp)
+    for failure in FAILURES[:40]:
+        print("FAIL:", failure)
+    if FAILURES:
+        print(f"{len(FAILURES)} failures")
+        return 1
+    print("export tensorboard: read back by tensorboard", event_accumulator.__name__, "- all values match")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
