@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """export tensorboard on golden tensor bundles, read back by TensorBoard's reader.
 
-    tensorboard_readback.py TCGD_ANALYZE GOLDEN_TENSOR_DIR
+    tensorboard_readback.py TCGD_ANALYZE GOLDEN_TENSOR_DIR HISTOGRAM_SAMPLE
 
 Exports tests/golden/tensor/stale-input/{graph,eager}.tcgd-tensor, reads the
 event files with tensorboard's EventAccumulator (which checks the TFRecord
@@ -10,7 +10,10 @@ compares every exported value of the captured sites (graph run, step = replay
 index) and of every eager launch (eager run without steps, step = the
 kernel's invocation) with statistics recomputed here from
 `tcgd-analyze dump --tensor ... --json`. Also checks --max-series, --kernel,
---tag-prefix and the --histograms note.
+--tag-prefix and the --histograms note, and reads the histograms that
+HISTOGRAM_SAMPLE (tcgd_tensorboard_histogram_sample) writes through the same
+event writer, checking them against TensorBoard's default buckets computed
+here.
 
 Needs the tensorboard Python package (scripts/setup-deps.sh installs it); it
 FAILS without it, so that CI cannot pass by skipping it.
@@ -250,15 +253,56 @@ def options_case(tool, golden, tmp):
     check(again == scalars, "a second export into the same directory differs")
 
 
+def default_limits():
+    positive, v = [], 1e-12
+    while v < 1e20:
+        positive.append(v)
+        v *= 1.1
+    positive.append(sys.float_info.max)
+    return [-x for x in reversed(positive)] + [0.0] + positive
+
+
+def histogram_case(sample, tmp):
+    out = os.path.join(tmp, "histograms")
+    run(sample, out)
+    check_framing(glob.glob(os.path.join(out, "events.out.tfevents.*"))[0])
+    acc = event_accumulator.EventAccumulator(out, size_guidance={event_accumulator.HISTOGRAMS: 0})
+    acc.Reload()
+    check(sorted(acc.Tags()["histograms"]) == ["sample/hist", "sample/wide"], f"histogram tags {acc.Tags()}")
+    limits = default_limits()
+    cases = {("sample/hist", s): [math.sin(i * 0.37) * (s + 1) for i in range(1000)] for s in range(3)}
+    cases[("sample/wide", 0)] = [-1e30, -1, 0, 0, 1e-13, 5, 1e25]
+    for (tag, step), values in cases.items():
+        events = [e for e in acc.Histograms(tag) if e.step == step]
+        if not check(len(events) == 1, f"{tag}: step {step}: {len(events)} histograms"):
+            continue
+        h = events[0].histogram_value
+        check(h.num == len(values), f"{tag}@{step}: num {h.num}")
+        check(h.min == min(values) and h.max == max(values), f"{tag}@{step}: min/max {h.min} {h.max}")
+        check(math.isclose(h.sum, sum(values), rel_tol=1e-9, abs_tol=1e-9), f"{tag}@{step}: sum {h.sum}")
+        check(math.isclose(h.sum_squares, sum(v * v for v in values), rel_tol=1e-9), f"{tag}@{step}: sum_squares")
+        # Bucket i holds [limit(i-1), limit(i)); the written limits must be
+        # default ones, and each count what falls between them.
+        check(all(limit in limits for limit in h.bucket_limit), f"{tag}@{step}: a limit not of the defaults")
+        low = -sys.float_info.max
+        for limit, count in zip(h.bucket_limit, h.bucket):
+            inside = sum(1 for v in values if low <= v < limit)
+            check(count == inside, f"{tag}@{step}: bucket [{low}, {limit}) holds {count}, expected {inside}")
+            low = limit
+        check(sum(h.bucket) == len(values), f"{tag}@{step}: buckets hold {sum(h.bucket)}")
+    print(f"histograms: {len(cases)} read back and checked bucket by bucket")
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 4:
         print(__doc__)
         return 2
-    tool, golden = sys.argv[1], sys.argv[2]
+    tool, golden, sample = sys.argv[1], sys.argv[2], sys.argv[3]
     with tempfile.TemporaryDirectory(prefix="tcgd-tb-") as tmp:
         graph_case(tool, golden, tmp)
         eager_case(tool, golden, tmp)
         options_case(tool, golden, tmp)
+        histogram_case(sample, tmp)
     for failure in FAILURES[:40]:
         print("FAIL:", failure)
     if FAILURES:
