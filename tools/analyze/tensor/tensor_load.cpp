@@ -212,6 +212,8 @@ void absorbFrame(const bundle::Frame& frame, TensorRunParts* parts, std::vector<
       info.host = h.host();
       info.pid = h.pid();
       info.rank = h.rank();
+      info.world_size = h.world_size();
+      info.group_id = h.group_id();
       info.tool_version = h.tool_version();
       info.command_line.assign(h.command_line().begin(), h.command_line().end());
       if (!h.provenance().torch_version().empty()) info.torch_version = h.provenance().torch_version();

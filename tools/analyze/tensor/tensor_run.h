@@ -247,6 +247,8 @@ struct TensorBundleInfo {
   std::string host;
   int32_t pid = 0;
   int32_t rank = -1;
+  int32_t world_size = 0;  // 0 when unknown
+  std::string group_id;    // TCGD_GROUP; empty when none
   std::string tool_version;
   std::string torch_version;
   std::vector<std::string> command_line;

@@ -13,6 +13,9 @@ void registerTensorCommands(CommandRegistry& registry) {
   registerTensorFirstDivergenceCommand(registry);
   registerTensorCompareRunsCommand(registry);
   registerTensorKernelsCommand(registry);
+  registerTensorComparePointsCommand(registry);
+  registerTensorPointSeriesCommand(registry);
+  registerTensorRunGroupCommands(registry);
 }
 
 }  // namespace tcgd::analyze

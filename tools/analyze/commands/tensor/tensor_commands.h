@@ -10,5 +10,8 @@ void registerTensorSummaryCommand(CommandRegistry& registry);          // summar
 void registerTensorFirstDivergenceCommand(CommandRegistry& registry);  // first_divergence.cpp
 void registerTensorCompareRunsCommand(CommandRegistry& registry);      // compare_runs.cpp
 void registerTensorKernelsCommand(CommandRegistry& registry);          // kernels.cpp
+void registerTensorComparePointsCommand(CommandRegistry& registry);    // compare_points.cpp
+void registerTensorPointSeriesCommand(CommandRegistry& registry);      // point_series.cpp
+void registerTensorRunGroupCommands(CommandRegistry& registry);        // run_groups.cpp
 
 }  // namespace tcgd::analyze
