@@ -2,7 +2,7 @@
 // each side (reference and candidate), their dtype and, when known, shape and
 // strides, compared element by element in one pass.
 //
-// Rules (those of the seed's offline comparison, docs/tensor.md):
+// Rules (torch.testing.assert_close's where it has one):
 //  - exact mode, same dtype: the element's bits are compared; with equal_nan
 //    two NaNs match whatever their payloads. Signed zeros and NaN payloads
 //    differ otherwise (two NaNs with the same bits are the same bytes: a
