@@ -266,8 +266,8 @@ Report comparePointsReport(const PointComparison& c, const PointReportOptions& o
     rows.rows.push_back(observationRow(c, e));
     if (listed >= options.limit) continue;
     ++listed;
-    appendLine(&list, 2, "{:<14} {:<48} {:<9} {}", pointStatusName(e.status), c.keyText(e.key).substr(0, 48),
-               dtypeName(e.dtype), whyText(e.status, e.diff, e.deltas) + (e.random ? " (random numbers)" : ""));
+    appendLine(&list, 2, "{:<14} {:<9} {}: {}", pointStatusName(e.status), dtypeName(e.dtype), c.keyText(e.key),
+               whyText(e.status, e.diff, e.deltas) + (e.random ? " (random numbers)" : ""));
   }
   json.endArray();
   json.endObject();
@@ -286,7 +286,7 @@ Report comparePointsReport(const PointComparison& c, const PointReportOptions& o
   const std::vector<std::string> head = pointReportLines(t);
   t.push_back('\n');
   if (first != nullptr) {
-    appendLine(&t, 0, "FIRST ISSUE: {} is {}{}", c.keyText(first->key), pointStatusName(first->status),
+    appendLine(&t, 0, "FIRST ISSUE: {}: {}{}", c.keyText(first->key), pointStatusName(first->status),
                first->random ? " (a random-number kernel: expected to differ)" : "");
     appendLine(&t, 2, "why        {}", whyText(first->status, first->diff, first->deltas));
     if (first->reference_launch != kNone32)
@@ -298,7 +298,7 @@ Report comparePointsReport(const PointComparison& c, const PointReportOptions& o
   if (!worst.empty()) {
     appendLine(&t, 0, "WORST MISMATCHES ({} of {})", worst.size(), c.mismatched);
     for (const size_t i : worst)
-      appendLine(&t, 2, "{:<48} {}", c.keyText(c.entries[i].key).substr(0, 48),
+      appendLine(&t, 2, "{}: {}", c.keyText(c.entries[i].key),
                  whyText(c.entries[i].status, c.entries[i].diff, c.entries[i].deltas));
     t.push_back('\n');
   }
