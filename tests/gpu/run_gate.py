@@ -389,20 +389,26 @@ TENSOR_BENCH = {
 }
 
 
-def tensor_bench(gate, rounds):
+def tensor_bench(gate, rounds, extra_rules=()):
     """Median graphed-step, eager-step and launch-loop times per
     configuration, rounds interleaved (the order rotates each round) in one
-    call, and the bytes one replay fingerprints (from the last bundle)."""
-    times = {k: {"graph_step_s": [], "eager_step_s": [], "launch_s": []} for k in TENSOR_BENCH}
+    call, and the bytes one replay fingerprints (from the last bundle).
+    extra_rules: more configurations, each "NAME=TCGD_TENSOR value"."""
+    configs = dict(TENSOR_BENCH)
+    for item in extra_rules:
+        name, _, rules = item.partition("=")
+        configs[name] = (True, {"TCGD_TENSOR": rules})
+    times = {k: {"graph_step_s": [], "eager_step_s": [], "launch_s": []} for k in configs}
     case_dir = gate.out / "tensor-bench"
     case_dir.mkdir(parents=True, exist_ok=True)
-    keys = list(TENSOR_BENCH)
+    keys = list(configs)
     for i in range(rounds):
         for k in keys[i % len(keys):] + keys[:i % len(keys)]:
-            agent, extra = TENSOR_BENCH[k]
+            agent, extra = configs[k]
             for script, fields in (("tensor_bench.py", ("graph_step_s", "eager_step_s")),
                                    ("launch_bench.py", ("launch_s",))):
-                r = Run([sys.executable, script], gate.env(agent, case_dir, extra=extra), 600)
+                (case_dir / k).mkdir(exist_ok=True)
+                r = Run([sys.executable, script], gate.env(agent, case_dir / k, extra=extra), 600)
                 line = next((ln for ln in r.stdout.splitlines() if ln.startswith("BENCH ")), None)
                 if line:
                     for f in fields:
@@ -414,7 +420,7 @@ def tensor_bench(gate, rounds):
     res = {k: {f: statistics.median(v) for f, v in m.items() if v} for k, m in times.items()}
     from tensor_bundle import TensorBundle
     replay_bytes = 0
-    for path in sorted(case_dir.rglob("*.tcgd-tensor")):
+    for path in sorted((case_dir / "fingerprint").rglob("*.tcgd-tensor")):
         try:
             b = TensorBundle(str(path))
         except ValueError:
@@ -434,6 +440,8 @@ def main():
     ap.add_argument("--bench-rounds", type=int, default=3)
     ap.add_argument("--benches", nargs="*", default=["launch", "memory", "tensor"],
                     help="which benchmarks run (launch, memory, tensor); --no-bench runs none")
+    ap.add_argument("--tensor-rules", nargs="*", default=[],
+                    help="more configurations of the tensor benchmark, each NAME=TCGD_TENSOR value")
     ap.add_argument("--group-world", type=int, default=2,
                     help="ranks of the run-group stage (group_stage.py); 1 smoke-tests it on one GPU")
     args = ap.parse_args()
@@ -465,7 +473,7 @@ def main():
     benches = set() if args.no_bench else set(args.benches)
     bench_res = bench(gate, args.bench_rounds) if "launch" in benches else None
     mem_bench = memory_bench(gate, args.bench_rounds) if "memory" in benches else None
-    tensor_b = tensor_bench(gate, args.bench_rounds) if "tensor" in benches else None
+    tensor_b = tensor_bench(gate, args.bench_rounds, args.tensor_rules) if "tensor" in benches else None
 
     print("\n== GPU gate details")
     for name, ok, checks, secs in gate.rows:
@@ -495,7 +503,7 @@ def main():
                       f"({mem_bench[k] * 1e3:.2f} ms / none {base * 1e3:.2f} ms)")
     if tensor_b:
         base = tensor_b["none"]
-        for k in ("tensor-off", "fingerprint"):
+        for k in (k for k in tensor_b if k not in ("none", "replay_bytes")):
             for f in ("graph_step_s", "eager_step_s", "launch_s"):
                 if f in tensor_b.get(k, {}) and f in base:
                     print(f"{'bench tensor ' + f[:-2] + ' ' + k:28} {'ratio':8} "
