@@ -182,6 +182,10 @@ constexpr ConfigKey kKeys[] = {
      [](std::string_view t, Config& c) {
        return parseInRange(t, 1024, uint64_t{1} << 24, &c.tensor_sites);
      }},
+    {"TCGD_TENSOR_SCRATCH", "64", "an integer between 0 and 4096",
+     [](std::string_view t, Config& c) {
+       return parseInRange(t, 0, 4096, &c.tensor_scratch);
+     }},
     {"TCGD_TENSOR_MAX_RANGES", "1024", "an integer between 1 and 4096",
      [](std::string_view t, Config& c) {
        uint64_t v;

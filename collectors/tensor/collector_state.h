@@ -28,6 +28,7 @@ struct Settings {
   CompiledProbeRules rules;
   uint32_t max_ranges = 1024;
   uint32_t site_capacity = 65536;
+  uint32_t scratch_regions = 64;
   LiveMap* blocks = nullptr;
   LiveMap* driver = nullptr;
   LiveMap* segments = nullptr;

@@ -94,12 +94,18 @@ bool TensorDevice::make(const DeviceSetup& setup, std::string* why) {
     return *why = failed("cuModuleGetFunction(tcgd_fingerprint)", res), false;
 
   r.site_capacity = setup.site_capacity;
-  r.device_bytes = sizeof(ObservationRingDevice) + uint64_t{setup.site_capacity} * sizeof(SiteState);
+  r.scratch_regions = setup.scratch_regions;
+  // One allocation: the ring's counters, the site states, then the scratch
+  // arena at a 256-byte boundary.
+  const uint64_t scratch_offset =
+      (sizeof(ObservationRingDevice) + uint64_t{setup.site_capacity} * sizeof(SiteState) + 255) & ~uint64_t{255};
+  r.device_bytes = scratch_offset + uint64_t{setup.scratch_regions} * ::tcgd::tensor::kScratchRegionBytes;
   CUdeviceptr memory = 0;
   if ((res = d.mem_alloc(&memory, r.device_bytes)) != CUDA_SUCCESS)
     return *why = failed("cuMemAlloc of " + std::to_string(r.device_bytes) + " bytes", res), false;
   r.ring_device = memory;
   r.site_states = memory + sizeof(ObservationRingDevice);
+  r.scratch = setup.scratch_regions != 0 ? memory + scratch_offset : 0;
   // Zeroed on a stream of our own that does not synchronize with the job's
   // (cuMemsetD8_v2 would, on the legacy stream).
   CUstream stream = nullptr;
@@ -126,6 +132,7 @@ bool TensorDevice::make(const DeviceSetup& setup, std::string* why) {
   // fields above (the memfd is shared with it).
   __atomic_store_n(&host->magic, kObservationRingMagic, __ATOMIC_RELEASE);
   resources_ = r;
+  scratch_.reset(r.scratch, r.scratch_regions, ::tcgd::tensor::kScratchRegionBytes);
   return true;
 }
 

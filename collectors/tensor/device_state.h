@@ -1,8 +1,9 @@
 // The GPU resources of the tensor probes, made once per process in the job's
 // CUDA context: the fingerprint module (loaded from the fatbin embedded in
-// libtcgd.so), a little device memory (the ring's claim counter and one
-// SiteState per captured site), and the observation region of the channel
-// registered with the driver and mapped into the device.
+// libtcgd.so), a little device memory (the ring's claim counter, one
+// SiteState per captured site and the scratch regions' arena), and the
+// observation region of the channel registered with the driver and mapped
+// into the device.
 //
 // Made outside any capture: a module load or cuMemAlloc while a stream
 // captures in global mode would invalidate the job's capture (CUDA_FACTS.md),
@@ -20,6 +21,7 @@
 #include <string>
 
 #include "collectors/tensor/fingerprint_abi.h"
+#include "collectors/tensor/scratch_regions.h"
 
 namespace tcgd::collectors::tensor {
 
@@ -33,6 +35,8 @@ struct DeviceResources {
   CUdeviceptr ring_device = 0;      // ObservationRingDevice
   CUdeviceptr site_states = 0;      // SiteState[site_capacity]
   uint32_t site_capacity = 0;
+  CUdeviceptr scratch = 0;          // scratch_regions x kScratchRegionBytes
+  uint32_t scratch_regions = 0;
   CUdeviceptr ring_host = 0;        // device address of the ObservationRingHost
   CUdeviceptr slots = 0;            // device address of slot 0
   uint64_t capacity = 0;            // slots
@@ -44,6 +48,7 @@ struct DeviceSetup {
   void* region = nullptr;           // the channel's observation region (host)
   uint64_t region_bytes = 0;
   uint32_t site_capacity = 0;       // TCGD_TENSOR_SITES
+  uint32_t scratch_regions = 0;     // TCGD_TENSOR_SCRATCH
 };
 
 class TensorDevice {
@@ -63,6 +68,10 @@ class TensorDevice {
   // Enqueues one fingerprint launch on `stream` (the probed launch's).
   CUresult launch(FingerprintParams* params, CUstream stream) const;
 
+  // The scratch region of `key` (ScratchRegions' keys), or 0. Once ready.
+  uint64_t scratchFor(uint64_t key) { return scratch_.regionFor(key); }
+  uint32_t scratchUsed() const { return scratch_.used(); }
+
   // Turns the probes off for good (said why elsewhere).
   void markUnavailable() { state_.store(static_cast<int>(State::kUnavailable), std::memory_order_release); }
   // In a forked child: CUDA state does not survive fork().
@@ -73,6 +82,7 @@ class TensorDevice {
 
   std::atomic<int> state_{0};
   DeviceResources resources_{};
+  ScratchRegions scratch_;
 };
 
 }  // namespace tcgd::collectors::tensor

@@ -13,13 +13,20 @@
 // same bits on every architecture and in the CPU reference; every other
 // figure is exact and order-free.
 //
-// What a chunk costs besides its bytes is kept off the block's path: the
-// chunk's slot is claimed (two atomic additions, fingerprint_claim.h) by the
-// last warp while the others load; after one barrier, warp 0 alone finishes
-// the reduction and writes the slot (eight lanes, one 16-byte store each,
-// then the commit word with a system-scope release) while the other warps
-// start on the block's next chunk. Per chunk that is one __syncthreads; per
-// launch the execution count is one more, plus one atomic addition.
+// A range of several chunks is spread over as many blocks. With a scratch
+// region (fingerprint_abi.h) each of them leaves its chunk's partial there
+// and counts its arrival; the block that arrives last combines the range's
+// partials (one warp, the contract's order) and writes the range's one slot.
+// Without one, each chunk writes its own slot. A slot is claimed with two
+// atomic additions (fingerprint_claim.h) by the last warp while the others
+// load (or by the combining warp), and written with plain stores and a
+// checked commit word: no system-scope fence. After one barrier per chunk,
+// warp 0 alone finishes the reduction and writes the slot or the partial
+// while the other warps start on the block's next chunk.
+//
+// A captured launch reads its execution count (the replay index) in thread 0
+// without waiting for it: the loads of the chunk go first, and only a launch
+// limited to a window of replays waits for the count before it reads.
 #include <cuda_fp16.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,14 +47,17 @@ constexpr uint32_t kVectorBytes = 16;
 // H200's HBM busy.
 constexpr uint32_t kUnroll = 4;
 constexpr uint32_t kNone = 0xffffffffu;
-// The thread that claims slots and counts the execution: lane 0 of the last
-// warp, which holds no data of a chunk under 3.5 KiB (the common small
+// The thread that claims the slot of a chunk written alone: lane 0 of the
+// last warp, which holds no data of a chunk under 3.5 KiB (the common small
 // range), so its round trips overlap the others' loads.
 constexpr uint32_t kClaimer = kThreads - 32;
 static_assert(kThreads % 32 == 0 && kWarps == 8, "the contract's reduction order assumes 8 warps");
 static_assert(kMinChunkBytes % (kVectorBytes * kThreads) == 0, "a chunk is whole vector rounds");
 static_assert(kMaxChunkBytes / kVectorBytes * 16 < kNone, "chunk-relative element indices fit 32 bits");
-static_assert(kMaxChunkBytes / kThreads <= 1024, "a thread's integer sums stay far below 2^53");
+// A thread reads at most 8 KiB of a chunk: its 16-bit floats' zero counts,
+// kept two lanes at a time as f16 (exact up to 2048), stay exact, and its
+// integer sums stay far below 2^53 and inside their types (IntTraits).
+static_assert(kMaxChunkBytes / kThreads <= 8192, "a thread's share of a chunk stays within its counters");
 
 // The hash's constants (fingerprint_abi.h: wordHash), which hashWord below
 // steps through instead of multiplying j per word.
@@ -211,7 +221,7 @@ struct Traits<Dtype::kFloat8E5M2> : FloatTraits<uint8_t, float> {
 
 // Integers: min/max in the widest exact integer type. IntSum (8- and 16-bit
 // integers): a thread's sum and its sum of squares are integers far below
-// 2^53 (a thread holds at most 1024 elements of a chunk), so every double
+// 2^53 (a thread holds at most 8192 elements of a chunk), so every double
 // addition of the contract is exact, and the integer sums (the sum in Value,
 // the squares in IntSum) converted at the end are the same doubles bit for
 // bit; wider integers add doubles as the contract spells it.
@@ -562,8 +572,15 @@ __device__ __noinline__ Totals reduceLanes(Totals t, uint32_t from) {
 struct BlockShared {
   Totals warps[2][kWarps];
   unsigned long long sequence[2];  // the chunk's claimed slot, or kDroppedSlot
-  alignas(16) ObservationSlot slot;  // warp 0's staging of the slot it writes
+  alignas(16) ObservationSlot slot;  // warp 0's staging of the slot or partial it writes
   uint32_t exec;
+};
+
+// A range's figures while its chunk partials are combined (one lane's share,
+// then the warp's): 64-bit counts and element indices.
+struct RangeTotals {
+  uint64_t elements, hash, nan, pos_inf, neg_inf, zero, first;
+  double sum, sum_squares, minimum, maximum;
 };
 
 // ---- the ring ---------------------------------------------------------------
@@ -577,6 +594,7 @@ struct Sink {
   ObservationRingHost* host;
   ObservationRingDevice* ring;
   uint64_t capacity;
+  uint8_t* scratch;  // ScratchRegion, or nullptr: a slot per chunk
 };
 
 // fingerprint_claim.h's memory operations on the GPU: the counters in device
@@ -601,24 +619,75 @@ struct DeviceRing {
   __device__ void pause() { __nanosleep(256); }
 };
 
-// Warp 0 writes the slot staged in shared memory: lanes 0-6 one 16-byte
-// piece each, lane 7 the 8 bytes before the commit word; then, ordered after
-// all of them by the warp barrier and the release (which is cumulative), lane
-// 0 writes the commit word. The recorder's acquire load of it then sees
-// every field.
-__device__ __forceinline__ void writeSlot(const Sink& sink, const ObservationSlot& staged,
-                                          unsigned long long seq, uint32_t lane) {
-  static_assert(offsetof(ObservationSlot, first_nonfinite) == 112 && offsetof(ObservationSlot, commit) == 120);
-  ObservationSlot* slot = sink.slots + (seq & (sink.capacity - 1));
-  if (lane < 7) {
-    reinterpret_cast<uint4*>(slot)[lane] = reinterpret_cast<const uint4*>(&staged)[lane];
-  } else if (lane == 7) {
-    slot->first_nonfinite = staged.first_nonfinite;
-  }
+// Warp 0 writes the slot staged in shared memory: lane 0 computes the
+// commit word from the staged fields, then lanes 0-7 store one 16-byte
+// piece each, plain stores in no set order; the recorder takes the slot once
+// the commit it reads checks the fields it reads (slotCommit).
+__device__ __forceinline__ void writeSlot(const Sink& sink, ObservationSlot& staged, unsigned long long seq,
+                                          uint32_t lane) {
+  if (lane == 0) staged.commit = slotCommit(seq, reinterpret_cast<const uint64_t*>(&staged));
   __syncwarp();
+  ObservationSlot* slot = sink.slots + (seq & (sink.capacity - 1));
+  if (lane < 8) reinterpret_cast<uint4*>(slot)[lane] = reinterpret_cast<const uint4*>(&staged)[lane];
+}
+
+// Claims a slot in lane 0 and hands its sequence to the warp.
+__device__ __forceinline__ unsigned long long claimInWarp(const Sink& sink, uint32_t lane) {
+  unsigned long long seq = 0;
   if (lane == 0) {
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(&slot->commit), "l"(seq + 1) : "memory");
+    DeviceRing ring{sink.ring, sink.host};
+    seq = claimSlot(ring, sink.capacity);
   }
+  return __shfl_sync(0xffffffffu, seq, 0);
+}
+
+// ---- combining a range's chunks ------------------------------------------------
+
+__device__ __forceinline__ RangeTotals addRange(const RangeTotals& a, const RangeTotals& b) {
+  return RangeTotals{a.elements + b.elements, a.hash + b.hash,        a.nan + b.nan,
+                     a.pos_inf + b.pos_inf,   a.neg_inf + b.neg_inf,  a.zero + b.zero,
+                     min(a.first, b.first),   __dadd_rn(a.sum, b.sum), __dadd_rn(a.sum_squares, b.sum_squares),
+                     fmin(a.minimum, b.minimum), fmax(a.maximum, b.maximum)};
+}
+
+// Chunk c's partial as the block that reduced it staged it, read from L2
+// (another SM wrote it during this launch; L1 is not coherent).
+__device__ __forceinline__ RangeTotals loadPartial(const ObservationSlot* p) {
+  const auto* w = reinterpret_cast<const unsigned long long*>(p);
+  constexpr uint32_t kElements = offsetof(ObservationSlot, elements) / 8;
+  const auto word = [&](uint32_t i) { return static_cast<uint64_t>(__ldcg(w + kElements + i)); };
+  return RangeTotals{word(0), word(1), word(2), word(3), word(4), word(5), word(10),
+                     __longlong_as_double(static_cast<long long>(word(8))),
+                     __longlong_as_double(static_cast<long long>(word(9))),
+                     __longlong_as_double(static_cast<long long>(word(6))),
+                     __longlong_as_double(static_cast<long long>(word(7)))};
+}
+static_assert(offsetof(ObservationSlot, minimum) == offsetof(ObservationSlot, elements) + 6 * 8 &&
+              offsetof(ObservationSlot, sum) == offsetof(ObservationSlot, elements) + 8 * 8 &&
+              offsetof(ObservationSlot, first_nonfinite) == offsetof(ObservationSlot, elements) + 10 * 8,
+              "loadPartial's word numbers");
+
+__device__ __forceinline__ RangeTotals shuffleDown(const RangeTotals& t, uint32_t o) {
+  constexpr unsigned kAll = 0xffffffffu;
+  return RangeTotals{__shfl_down_sync(kAll, t.elements, o), __shfl_down_sync(kAll, t.hash, o),
+                     __shfl_down_sync(kAll, t.nan, o),      __shfl_down_sync(kAll, t.pos_inf, o),
+                     __shfl_down_sync(kAll, t.neg_inf, o),  __shfl_down_sync(kAll, t.zero, o),
+                     __shfl_down_sync(kAll, t.first, o),    __shfl_down_sync(kAll, t.sum, o),
+                     __shfl_down_sync(kAll, t.sum_squares, o), __shfl_down_sync(kAll, t.minimum, o),
+                     __shfl_down_sync(kAll, t.maximum, o)};
+}
+
+// The contract's combination of a range's `chunks` partials at `partials`
+// (fingerprint_abi.h, "combining the chunks of a range"), by one warp: lane
+// l adds chunks l, l + 32, ... in order, then the lanes reduce, o = 16..1.
+// Valid in lane 0.
+__device__ __noinline__ RangeTotals combineRange(const ObservationSlot* partials, uint32_t chunks,
+                                                 uint32_t lane) {
+  const double inf = __longlong_as_double(0x7ff0000000000000ll);
+  RangeTotals t{0, 0, 0, 0, 0, 0, kNoIndex, 0.0, 0.0, inf, -inf};
+  for (uint32_t c = lane; c < chunks; c += kCombineLanes) t = addRange(t, loadPartial(partials + c));
+  for (uint32_t o = kCombineLanes / 2; o > 0; o /= 2) t = addRange(t, shuffleDown(t, o));
+  return t;
 }
 
 // ---- a chunk ------------------------------------------------------------------
@@ -629,7 +698,10 @@ struct Chunk {
   uint32_t bytes;       // its length, <= kMaxChunkBytes
   uint32_t index;       // its index within the range
   uint32_t chunks;
-  uint32_t range;
+  uint32_t range;           // FingerprintRange::index
+  uint32_t slot_in_launch;  // the range's position in the launch (its arrival count)
+  uint32_t first_chunk;     // FingerprintRange::first_chunk
+  bool combine;         // a partial into the scratch region, not a slot of its own
   bool prefetch;        // a launch of few blocks: bring the chunk into L2 first
 };
 
@@ -728,10 +800,50 @@ __device__ void fingerprintChunk(const Sink& sink, const Chunk& c, uint32_t exec
   if (warp != 0) return;
   // Lanes >= 8 take warp 0's totals too; they never reach lane 0's sum.
   t = reduceLanes(sh.warps[buf][lane < kWarps ? lane : 0], kWarps / 2);
-  const unsigned long long seq = sh.sequence[buf];
-  if (seq == kDroppedSlot) return;  // the claimer marked the drop
   if (lane == 0) stageSlot<D>(sh.slot, sink, c, exec, t);
   __syncwarp();
+  if (!c.combine) {
+    const unsigned long long seq = sh.sequence[buf];
+    if (seq == kDroppedSlot) return;  // the claimer marked the drop
+    writeSlot(sink, sh.slot, seq, lane);
+    return;
+  }
+  // The partial into the scratch region, then the arrival: the fence orders
+  // the partial's stores (every lane's: the warp barrier first) before the
+  // count, so the block that counts last reads every partial.
+  auto* counters = reinterpret_cast<unsigned int*>(sink.scratch);
+  auto* partials = reinterpret_cast<ObservationSlot*>(sink.scratch + kScratchCountersBytes) + c.first_chunk;
+  if (lane < 8) reinterpret_cast<uint4*>(partials + c.index)[lane] = reinterpret_cast<const uint4*>(&sh.slot)[lane];
+  __syncwarp();
+  uint32_t arrived = 0;
+  if (lane == 0) {
+    __threadfence();
+    arrived = atomicAdd(&counters[c.slot_in_launch], 1u);
+  }
+  if (__shfl_sync(0xffffffffu, arrived, 0) != c.chunks - 1) return;
+  __threadfence();
+  // Every chunk has arrived: the count is ready for the next execution (which
+  // starts after this launch ends), and the range's figures are combined.
+  if (lane == 0) counters[c.slot_in_launch] = 0;
+  const RangeTotals r = combineRange(partials, c.chunks, lane);
+  const unsigned long long seq = claimInWarp(sink, lane);
+  if (seq == kDroppedSlot) return;
+  if (lane == 0) {
+    ObservationSlot& s = sh.slot;
+    s.chunk = 0;
+    s.chunks = 1;
+    s.elements = r.elements;
+    s.hash = r.hash;
+    s.nan = r.nan;
+    s.pos_inf = r.pos_inf;
+    s.neg_inf = r.neg_inf;
+    s.zero = r.zero;
+    s.minimum = r.minimum;
+    s.maximum = r.maximum;
+    s.sum = r.sum;
+    s.sum_squares = r.sum_squares;
+    s.first_nonfinite = r.first;
+  }
   writeSlot(sink, sh.slot, seq, lane);
 }
 
@@ -757,12 +869,12 @@ __device__ void fingerprintChunk(const Sink& p, const Chunk& c, uint32_t dtype, 
   }
 }
 
-// The execution count (SiteState), by the claimer once the block is done
-// with its chunks: a block arrives after all its threads have the execution
-// index (the barrier after thread 0 read it; the release fence orders that
-// read before the arrival). The last of the launch's blocks to arrive resets
-// `done` and moves `exec` on: every block has read `exec` by then, and the
-// next execution starts only after this one ends. One block alone needs no
+// The execution count (SiteState), by thread 0 once the block is done with
+// its chunks: a block arrives after thread 0, the one thread that reads the
+// execution index, read it (the release fence orders that read before the
+// arrival). The last of the launch's blocks to arrive resets `done` and
+// moves `exec` on: every block has read `exec` by then, and the next
+// execution starts only after this one ends. One block alone needs no
 // counting. Plain stores: nothing else touches the state meanwhile.
 __device__ void countExecution(SiteState* state, uint32_t exec, uint32_t blocks) {
   volatile SiteState* v = state;
@@ -789,18 +901,31 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
   auto* state = reinterpret_cast<SiteState*>(p.site_state);
   const uint32_t blocks = gridDim.x * gridDim.y * gridDim.z;
   const uint32_t block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  // The execution index: thread 0 alone needs it (it stages every slot and
+  // counts the execution), so its load overlaps the chunk's loads; a launch
+  // limited to a window of replays needs it in every thread first.
   uint32_t exec = 0;
+  bool run = true;
   if (state != nullptr) {
-    if (threadIdx.x == 0) sh.exec = *reinterpret_cast<volatile uint32_t*>(&state->exec);
-    __syncthreads();
-    exec = sh.exec;
+    const bool windowed = p.replay_first != 0 || p.replay_last != 0xffffffffu;
+    if (windowed) {
+      if (threadIdx.x == 0) sh.exec = *reinterpret_cast<volatile uint32_t*>(&state->exec);
+      __syncthreads();
+      exec = sh.exec;
+      run = exec >= p.replay_first && exec <= p.replay_last;
+    } else if (threadIdx.x == 0) {
+      exec = *reinterpret_cast<volatile uint32_t*>(&state->exec);
+    }
   }
   const uint32_t range_count = min(p.range_count, kMaxRangesPerLaunch);
+  // A launch of more chunks than a scratch region holds goes without one
+  // (the agent never sends such a launch with one).
+  uint8_t* scratch = p.total_chunks <= kScratchChunks ? reinterpret_cast<uint8_t*>(p.scratch) : nullptr;
   const Sink sink{p.site, reinterpret_cast<ObservationSlot*>(p.slots),
                   reinterpret_cast<ObservationRingHost*>(p.ring_host),
-                  reinterpret_cast<ObservationRingDevice*>(p.ring_device), p.capacity};
+                  reinterpret_cast<ObservationRingDevice*>(p.ring_device), p.capacity, scratch};
 
-  if (exec >= p.replay_first && exec <= p.replay_last) {
+  if (run) {
     uint32_t ri = 0;   // the range of the block's last chunk: the next one's is it or a later one
     uint32_t buf = 0;  // the block's chunks so far, mod 2
     for (uint32_t c = block; c < p.total_chunks; c += blocks) {
@@ -817,11 +942,12 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
       if (found == kNone) continue;  // no range holds it: nothing to write
       ri = found;
       const FingerprintRange& r = p.ranges[ri];
-      if (threadIdx.x == kClaimer) {
+      Chunk chunk;
+      chunk.combine = scratch != nullptr && r.chunks > 1 && r.first_chunk + r.chunks <= kScratchChunks;
+      if (threadIdx.x == kClaimer && !chunk.combine) {
         DeviceRing ring{sink.ring, sink.host};
         sh.sequence[buf] = claimSlot(ring, sink.capacity);
       }
-      Chunk chunk;
       // The agent sends chunkShiftFor(bytes); a shift outside the bounds is
       // taken as the nearest bound (never a chunk the sums cannot hold).
       const uint32_t shift = r.chunk_shift < kMinChunkShift   ? kMinChunkShift
@@ -835,10 +961,12 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
       chunk.data = reinterpret_cast<const uint8_t*>(r.ptr) + chunk.offset;
       chunk.chunks = r.chunks;
       chunk.range = r.index;
+      chunk.slot_in_launch = ri;
+      chunk.first_chunk = r.first_chunk;
       chunk.prefetch = blocks <= kPrefetchBlocks && chunk.bytes > kVectorBytes * kThreads;
       fingerprintChunk(sink, chunk, r.dtype, exec, sh, buf);
       buf ^= 1;
     }
   }
-  if (state != nullptr && threadIdx.x == kClaimer) countExecution(state, exec, blocks);
+  if (state != nullptr && threadIdx.x == 0) countExecution(state, exec, blocks);
 }

@@ -6,12 +6,16 @@
 // What the kernel does (docs/tensor.md, "Fingerprints"): for every range of
 // one launch, split into chunks (chunkShiftFor), it computes a partial
 // fingerprint per chunk (a content hash and, for a known dtype, element
-// statistics) and writes it as one ObservationSlot into the observation ring:
+// statistics). A range of one chunk, or any range of a launch given a
+// scratch region, becomes one ObservationSlot in the observation ring:
 // pinned host memory, mapped into the device, that the recorder maps too (a
-// region of the channel's memfd). The recorder combines the chunks of a range
-// in chunk order into one observation, so every figure is independent of the
-// grid the kernel ran with and deterministic: the same bytes give the same
-// hash, counts, min, max, sum and sum of squares, bit for bit.
+// region of the channel's memfd). With a scratch region (device memory) the
+// chunks of a range leave their partials there and the last block to finish
+// one of them combines them all (combineChunks's order) into the range's one
+// slot; without one, every chunk writes its own slot and the recorder
+// combines them in the same order. Either way every figure is independent of
+// the grid the kernel ran with and deterministic: the same bytes give the
+// same hash, counts, min, max, sum and sum of squares, bit for bit.
 //
 // Captured in a CUDA graph, the launch becomes a node with these parameters
 // baked in; each replay runs it again and it counts its executions itself
@@ -110,19 +114,18 @@ TCGD_HOST_DEVICE constexpr uint64_t wordHash(uint64_t j, uint64_t w) {
 // Chunk sizes of the partial fingerprints: a power of two between
 // kMinChunkShift and kMaxChunkShift, chosen per range from its length alone
 // (chunkShiftFor): the smallest size in the bounds that splits it into at
-// most kTargetChunks chunks. Today both bounds are 256 KiB: on the H200,
-// ranges cut into chunks of 16 KiB and up (a 256 KiB activation spread over
-// 16 blocks) made a graphed training step 2x slower than one block per
-// 256 KiB chunk (docs/performance.md): what a chunk costs is its slot's
-// claim and publication to host memory, not its bytes. The field and the
-// rule stay so that the bounds can move with a cheaper publication. A
-// multiple of 8 (no element and no hash word straddles two chunks). Part of
-// the format: the sum and the sum of squares are added in chunk order, so
-// another size would change their last bits; every other figure is the same
-// for any chunking. Ranges of equal length are chunked alike, so the same
-// tensor gives the same bits in eager and in a graph.
-inline constexpr uint32_t kMinChunkShift = 18;  // 256 KiB
-inline constexpr uint32_t kMaxChunkShift = 18;  // 256 KiB
+// most kTargetChunks chunks. A chunk is what one block reduces, so a range
+// is spread over up to kTargetChunks blocks: a 4 MiB activation over 256
+// blocks of 16 KiB (one block alone reads about 12 GB/s on an H200, so a
+// range must be spread over the SMs to be read at the device's bandwidth).
+// A multiple of 8 (no element and no hash word straddles two chunks). Part
+// of the format: the sum and the sum of squares are added in an order that
+// follows the chunks, so another size would change their last bits; every
+// other figure is the same for any chunking. Ranges of equal length are
+// chunked alike, so the same tensor gives the same bits in eager and in a
+// graph.
+inline constexpr uint32_t kMinChunkShift = 14;  // 16 KiB
+inline constexpr uint32_t kMaxChunkShift = 21;  // 2 MiB (a block's counters: fingerprint.cu)
 inline constexpr uint64_t kMinChunkBytes = uint64_t{1} << kMinChunkShift;
 inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << kMaxChunkShift;
 inline constexpr uint64_t kTargetChunks = 256;
@@ -139,8 +142,22 @@ TCGD_HOST_DEVICE constexpr uint32_t chunkCountFor(uint64_t bytes, uint32_t shift
   return n == 0 ? 1u : static_cast<uint32_t>(n);
 }
 
-static_assert(chunkShiftFor(0) == kMinChunkShift && chunkShiftFor(uint64_t{1} << 30) == kMaxChunkShift);
+static_assert(chunkShiftFor(0) == kMinChunkShift && chunkShiftFor(uint64_t{1} << 22) == kMinChunkShift);
+static_assert(chunkShiftFor((uint64_t{1} << 22) + 1) == kMinChunkShift + 1);
+static_assert(chunkShiftFor(uint64_t{1} << 40) == kMaxChunkShift && chunkShiftFor(uint64_t{1} << 29) == kMaxChunkShift);
 static_assert(chunkCountFor(0, kMinChunkShift) == 1 && chunkCountFor(kMinChunkBytes + 1, kMinChunkShift) == 2);
+
+// ---- combining the chunks of a range ----------------------------------------
+// A range's figures from its chunk partials: counts, elements and the hash
+// add (wrapping), min and max take the extremes, the first non-finite index
+// the smallest. The sum and the sum of squares are added the way a warp
+// reduces: "lane" l = c % 32 adds the partials of chunks c = l, l + 32, ...
+// in increasing c, from +0.0, each addition rounded; then the lane sums are
+// added as s[l] = s[l] + s[l + o] for o = 16, 8, 4, 2, 1 (lane 0 holds the
+// range's sum). A missing chunk (the job died, or its slot was dropped)
+// adds nothing. A range of one chunk has that chunk's figures exactly (its
+// partial sum is never -0.0, and x + 0.0 == x for every other x).
+inline constexpr uint32_t kCombineLanes = 32;
 
 // Ranges in one fingerprint launch. A probed launch with more is
 // fingerprinted by several launches (every one on the launch's stream).
@@ -192,6 +209,7 @@ struct FingerprintParams {
   uint64_t ring_host;    // device address of the ring's ObservationRingHost
   uint64_t ring_device;  // device address of the ring's ObservationRingDevice
   uint64_t site_state;   // device address of the site's SiteState; 0 for an eager launch
+  uint64_t scratch;      // device address of a ScratchRegion (combine on the device); 0: a slot per chunk
   uint64_t capacity;     // ring slots, a power of two
   uint32_t replay_first; // executions outside [replay_first, replay_last] write nothing
   uint32_t replay_last;  // (eager: 0 and 0xffffffff)
@@ -201,16 +219,34 @@ struct FingerprintParams {
 };
 static_assert(sizeof(FingerprintParams) <= 4096);
 
+// Scratch for the chunks of multi-chunk ranges, in device memory zeroed
+// before first use: an arrival count per range of the launch (by its
+// position in FingerprintParams::ranges), then one staged ObservationSlot
+// per chunk of the launch (by FingerprintRange::first_chunk + chunk). The
+// last block to arrive for a range resets its count, so the region is ready
+// for the next execution. One launch at a time may use a region: the agent
+// gives each stream (eager launches) and each stream of each capture
+// (captured ones) a region of its own, and launches of one stream, like the
+// nodes captured from one stream, run one after another. A launch of more
+// than kScratchChunks chunks goes without.
+inline constexpr uint32_t kScratchChunks = 2048;
+inline constexpr uint64_t kScratchCountersBytes = 512;
+static_assert(kScratchCountersBytes >= kMaxRangesPerLaunch * sizeof(uint32_t));
+inline constexpr uint64_t kScratchRegionBytes = kScratchCountersBytes + uint64_t{kScratchChunks} * 128;
+
 // ---- the observation ring --------------------------------------------------
 
 // Slot flags.
 inline constexpr uint32_t kSlotHashOnly = 1;      // dtype unknown: hash and bytes only
 inline constexpr uint32_t kSlotSkippedReplay = 2; // reserved (never written today)
 
-// One chunk's partial fingerprint: 128 bytes, written by one warp: every
-// field first, then `commit` with a system-scope release that orders every
-// field's write before it (the recorder's acquire load of `commit` then sees
-// them all).
+// One range's fingerprint (or one chunk's partial of it): 128 bytes, written
+// by one warp with plain stores, no fence: `commit` is a check of the slot's
+// sequence and of every other field (slotCommit), so the recorder takes a
+// slot once the commit it reads matches the fields it read, whatever order
+// the GPU's writes reach host memory in, and a slot of an earlier lap never
+// matches. (A system-scope release per slot cost 0.5 to 1.4 us per launch
+// on an H200: tests/tensor/slot_publication_bench.cu.)
 struct ObservationSlot {
   uint64_t site;
   uint32_t exec;        // the site's execution index (its replay; 0 eager)
@@ -230,9 +266,18 @@ struct ObservationSlot {
   double sum;           // over finite elements, in double
   double sum_squares;   // over finite elements, in double
   uint64_t first_nonfinite;  // element index within the range of the first NaN/Inf; ~0 none
-  uint64_t commit;      // the slot's sequence + 1; written last
+  uint64_t commit;      // slotCommit(sequence, the fields above)
 };
 static_assert(sizeof(ObservationSlot) == 128);
+
+// The commit word of slot `sequence` whose first 15 words are `words`:
+// never sequence-independent, so a slot left from an earlier lap of the ring
+// does not pass for this one, and any field not yet landed shows.
+TCGD_HOST_DEVICE constexpr uint64_t slotCommit(uint64_t sequence, const uint64_t* words) {
+  uint64_t h = fmix64((sequence + 1) * 0x9e3779b97f4a7c15ull);
+  for (int i = 0; i < 15; ++i) h = fmix64(h ^ words[i]) + static_cast<uint64_t>(i);
+  return h;
+}
 
 inline constexpr uint64_t kNoIndex = ~uint64_t{0};
 

@@ -3,6 +3,8 @@
 // its parameter bytes interned, its site blob and record.
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -26,6 +28,14 @@ bool g_scratch_key_made = false;
 thread_local Scratch* t_scratch __attribute__((tls_model("initial-exec"))) = nullptr;
 
 void freeScratch(void* p) { munmap(p, sizeof(Scratch)); }
+
+thread_local uint64_t t_thread_id __attribute__((tls_model("initial-exec"))) = 0;
+
+// The calling thread's kernel id (tells per-thread default streams apart).
+uint64_t threadId() {
+  if (t_thread_id == 0) t_thread_id = static_cast<uint64_t>(syscall(SYS_gettid));
+  return t_thread_id;
+}
 }  // namespace
 
 bool prepareScratch() {
@@ -111,6 +121,7 @@ bool deviceReadyFor(const CaptureFacts& capture, bool count_skips) {
     setup.region = ch != nullptr ? ch->observationRegion() : nullptr;
     setup.region_bytes = ch != nullptr ? ch->observationBytes() : 0;
     setup.site_capacity = settings().site_capacity;
+    setup.scratch_regions = settings().scratch_regions;
     std::string why;
     const TensorDevice::State state =
         device().ensureReady(setup, capture.captured || captureTracker().anyActive(), &why);
@@ -218,9 +229,34 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   // Our launches go on the probed launch's stream, as it named it: stream 0
   // of a _ptsz entry point is the thread's stream.
   const CUstream stream = p.per_thread && p.stream == nullptr ? CU_STREAM_PER_THREAD : p.stream;
+  // The stream's scratch region (eager), or its capture's (captured): the
+  // kernel combines a range's chunks there into one slot.
+  const uint64_t stream_value = reinterpret_cast<uintptr_t>(p.stream);
+  const uint64_t key = p.capture.captured
+                           ? ScratchRegions::capturedKey(stream_value, p.per_thread, threadId(), p.capture.ordinal)
+                           : ScratchRegions::eagerKey(stream_value, p.per_thread, threadId());
+  const uint64_t region = device().scratchFor(key);
+  if (region == 0) count(kScratchNone);
   FingerprintParams& fp = scratch.fingerprint;
-  for (uint32_t begin = 0; status == 0 && begin < scan.range_count; begin += kMaxRangesPerLaunch) {
-    const uint32_t n = std::min(kMaxRangesPerLaunch, scan.range_count - begin);
+  // A fingerprint launch takes at most kMaxRangesPerLaunch ranges and, with
+  // a region, at most kScratchChunks chunks (a range of more alone, without).
+  for (uint32_t begin = 0, n = 0; status == 0 && begin < scan.range_count; begin += n) {
+    uint32_t chunks = 0;
+    n = 0;
+    while (begin + n < scan.range_count && n < kMaxRangesPerLaunch) {
+      FingerprintRange& f = fp.ranges[n];
+      const SiteBlobRange& r = scan.ranges[begin + n];
+      f.ptr = r.ptr;
+      f.bytes = r.bytes;
+      ::tcgd::tensor::setChunking(f);
+      if (region != 0 && n != 0 && chunks + f.chunks > ::tcgd::tensor::kScratchChunks) break;
+      f.first_chunk = chunks;
+      f.index = static_cast<uint16_t>(begin + n);
+      f.dtype = r.dtype;
+      f.reserved2 = 0;
+      chunks += f.chunks;
+      ++n;
+    }
     // A captured fingerprint launch counts its own executions (its replay
     // index) in a SiteState of its own; a site with more ranges than one
     // launch takes has several launches, each with its own count, all equal
@@ -240,23 +276,11 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     fp.ring_host = dev.ring_host;
     fp.ring_device = dev.ring_device;
     fp.site_state = site_state;
+    fp.scratch = chunks <= ::tcgd::tensor::kScratchChunks ? region : 0;
     fp.capacity = dev.capacity;
     fp.replay_first = replay_first;
     fp.replay_last = replay_last;
     fp.range_count = n;
-    uint32_t chunks = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-      const SiteBlobRange& r = scan.ranges[begin + i];
-      FingerprintRange& f = fp.ranges[i];
-      f.ptr = r.ptr;
-      f.bytes = r.bytes;
-      f.first_chunk = chunks;
-      ::tcgd::tensor::setChunking(f);
-      f.index = static_cast<uint16_t>(begin + i);
-      f.dtype = r.dtype;
-      f.reserved2 = 0;
-      chunks += f.chunks;
-    }
     fp.total_chunks = chunks;
     if (device().launch(&fp, stream) != CUDA_SUCCESS) {
       status = 6;  // launch_failed

@@ -25,6 +25,7 @@ enum TensorCounter : uint32_t {
   kRangesTruncated,            // ranges cut by max-bytes
   kManualGraphNodes,           // kernel nodes added by cuGraphAddKernelNode (not probed)
   kGraphExecUpdates,           // cuGraphExecUpdate calls (their new nodes keep their own probes)
+  kScratchNone,                // probed launches without a scratch region (a slot per chunk)
   kCounterCount,
 };
 
@@ -32,7 +33,7 @@ inline constexpr const char* kTensorCounterNames[] = {
     "sites",           "not_ready",          "unavailable",       "other_device",
     "capture_unknown", "site_states_full",   "launch_failed",     "push_failed",
     "no_params",       "kernel_table_full",  "ranges_dropped",    "ranges_truncated",
-    "manual_graph_nodes", "graph_exec_updates",
+    "manual_graph_nodes", "graph_exec_updates", "no_scratch",
 };
 static_assert(std::size(kTensorCounterNames) == kCounterCount);
 

@@ -71,6 +71,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(l.config.tensor, "");
   EXPECT_EQ(l.config.tensor_slots, 65536u);
   EXPECT_EQ(l.config.tensor_sites, 65536u);
+  EXPECT_EQ(l.config.tensor_scratch, 64u);
   EXPECT_EQ(l.config.tensor_max_ranges, 1024u);
   EXPECT_TRUE(l.warnings.empty());
   // Every key is in the configuration in force, with its default.
@@ -80,6 +81,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(inForce(l.config, "TCGD_TENSOR"), "");
   EXPECT_EQ(inForce(l.config, "TCGD_TENSOR_SLOTS"), "65536");
   EXPECT_EQ(inForce(l.config, "TCGD_TENSOR_SITES"), "65536");
+  EXPECT_EQ(inForce(l.config, "TCGD_TENSOR_SCRATCH"), "64");
   EXPECT_EQ(inForce(l.config, "TCGD_TENSOR_MAX_RANGES"), "1024");
 }
 
@@ -97,6 +99,7 @@ TEST(Config, EveryKeyIsApplied) {
                              {"TCGD_TENSOR", "fingerprint:kernel=~gemm,when=capture"},
                              {"TCGD_TENSOR_SLOTS", "16777216"},
                              {"TCGD_TENSOR_SITES", "1500"},
+                             {"TCGD_TENSOR_SCRATCH", "0"},
                              {"TCGD_TENSOR_MAX_RANGES", "4096"},
                              {"RANK", "3"},
                              {"WORLD_SIZE", "8"},
@@ -120,6 +123,7 @@ TEST(Config, EveryKeyIsApplied) {
   EXPECT_EQ(l.config.tensor, "fingerprint:kernel=~gemm,when=capture");
   EXPECT_EQ(l.config.tensor_slots, 16777216u);
   EXPECT_EQ(l.config.tensor_sites, 1500u);
+  EXPECT_EQ(l.config.tensor_scratch, 0u);
   EXPECT_EQ(l.config.tensor_max_ranges, 4096u);
   EXPECT_EQ(inForce(l.config, "TCGD_TENSOR"), "fingerprint:kernel=~gemm,when=capture");
   EXPECT_EQ(inForce(l.config, "TCGD_OUTPUT"), "/tmp/out");
@@ -171,6 +175,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"TCGD_TENSOR_SITES", "1023"},
                       BadValue{"TCGD_TENSOR_SITES", "16777217"},
                       BadValue{"TCGD_TENSOR_SITES", "many"},
+                      BadValue{"TCGD_TENSOR_SCRATCH", "4097"},
+                      BadValue{"TCGD_TENSOR_SCRATCH", "-1"},
                       BadValue{"TCGD_TENSOR_MAX_RANGES", "0"},
                       BadValue{"TCGD_TENSOR_MAX_RANGES", "4097"}));
 

@@ -528,7 +528,7 @@ TEST_F(FakeCaptureTest, ACapturedFingerprintWritesFreshSlotsOnEveryReplay) {
     EXPECT_EQ(ring.state->exec, replay + 1);
     const auto want = tcgd::tensor::reference::launchSlots(at_capture, replay);
     ASSERT_EQ(want.size(), 1u);
-    fake_test::expectSlot(ring.slots[replay], want[0], replay + 1);
+    fake_test::expectSlot(ring.slots[replay], want[0], replay);
     EXPECT_EQ(ring.slots[replay].exec, replay);
     EXPECT_EQ(ring.slots[replay].site, 9u);
   }

@@ -104,13 +104,14 @@ inline void addRange(tcgd::tensor::FingerprintParams* p, const void* data, uint6
   ++p->range_count;
 }
 
-// Every field as the reference computes it, bit for bit, and the commit word.
+// Every field as the reference computes it, bit for bit, and the commit word
+// of ring sequence `sequence`.
 inline void expectSlot(const tcgd::tensor::ObservationSlot& got,
-                       const tcgd::tensor::ObservationSlot& want, uint64_t commit) {
+                       const tcgd::tensor::ObservationSlot& want, uint64_t sequence) {
   EXPECT_EQ(std::memcmp(&got, &want, offsetof(tcgd::tensor::ObservationSlot, commit)), 0)
       << "site " << got.site << " exec " << got.exec << " range " << got.range << " chunk "
       << got.chunk;
-  EXPECT_EQ(got.commit, commit);
+  EXPECT_EQ(got.commit, tcgd::tensor::commitFor(sequence, got));
 }
 
 }  // namespace fake_test

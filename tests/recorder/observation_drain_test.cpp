@@ -39,7 +39,8 @@ class Ring {
     auto* slots = reinterpret_cast<ObservationSlot*>(memory_ + kObservationRingHeaderBytes);
     s.commit = 0;
     slots[sequence & (capacity_ - 1)] = s;
-    __atomic_store_n(&slots[sequence & (capacity_ - 1)].commit, sequence + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&slots[sequence & (capacity_ - 1)].commit, tcgd::tensor::commitFor(sequence, s),
+                     __ATOMIC_RELEASE);
   }
   void* region() { return memory_; }
   uint64_t bytes() const { return bytes_; }
@@ -81,7 +82,7 @@ TEST(ObservationDrain, NothingIsReadUntilTheJobPublishesTheRing) {
   EXPECT_EQ(ring.host()->consumer, 1u);  // given back to the GPU
 }
 
-TEST(ObservationDrain, ChunksCombineInChunkOrderWhateverOrderTheyArrive) {
+TEST(ObservationDrain, ChunksCombineInTheContractsOrderWhateverOrderTheyArrive) {
   // Sums chosen so that the order of the double additions shows.
   const double sums[3] = {1e16, 1.0, -1e16};
   for (int order = 0; order < 2; ++order) {
@@ -101,12 +102,35 @@ TEST(ObservationDrain, ChunksCombineInChunkOrderWhateverOrderTheyArrive) {
     EXPECT_EQ(batch.range(0), 1u);
     EXPECT_EQ(batch.elements(0), 30u);
     EXPECT_EQ(batch.hash(0), 100u + 101u + 102u);
-    EXPECT_EQ(batch.sum(0), (1e16 + 1.0) + -1e16);  // chunk 0, 1, 2
+    // The warp order (fingerprint_abi.h): lanes 0 and 2 first, then lane 1;
+    // adding in chunk order would give 0.
+    EXPECT_EQ(batch.sum(0), (1e16 + -1e16) + 1.0);
     EXPECT_EQ(batch.minimum(0), -1e16);
     EXPECT_EQ(batch.maximum(0), 1e16);
     EXPECT_EQ(batch.gpu_sequence(0), 0u);
     EXPECT_EQ(batch.flags(0), 0u);
   }
+}
+
+// The GPU writes a slot with plain stores in no set order: a slot whose
+// commit word has landed before one of its fields is not taken until the
+// field lands too.
+TEST(ObservationDrain, ASlotWhoseFieldsHaveNotAllLandedIsWaitedFor) {
+  Ring ring(16);
+  ring.publish();
+  ObservationDrain drain(ring.region(), ring.bytes());
+  bundle::TensorObservationBatch batch;
+  ObservationSlot whole = partial(3, 0, 0, 0, 1, 2.5, 7);
+  ring.write(0, whole);
+  auto* slot = reinterpret_cast<ObservationSlot*>(static_cast<uint8_t*>(ring.region()) + kObservationRingHeaderBytes);
+  const double sum = slot->sum;
+  slot->sum = 0.0;  // not landed yet
+  EXPECT_EQ(drain.drain(&batch), 0u);
+  EXPECT_EQ(batch.site_size(), 0);
+  slot->sum = sum;
+  EXPECT_EQ(drain.drain(&batch), 1u);
+  ASSERT_EQ(batch.site_size(), 1);
+  EXPECT_EQ(batch.sum(0), 2.5);
 }
 
 TEST(ObservationDrain, ASlotNotYetCommittedIsWaitedForWhileTheJobLives) {

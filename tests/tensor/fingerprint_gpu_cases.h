@@ -14,6 +14,8 @@ namespace tcgd::tensor::gpu_check {
 // Records one case (fingerprint_gpu_check.cpp): the log lists every case,
 // stdout the failures.
 void report(const std::string& group, const std::string& name, bool ok, const std::string& detail);
+// Appended to every group name while set (the second pass's "/chunks").
+extern std::string group_suffix;
 
 const char* dtypeName(Dtype d);
 

@@ -304,7 +304,7 @@ void runMeasures() {
     copy = 2 * big_bytes / (ms * 1e6);
     if (cu.canTime()) blocker_ms = kBlockerCopies * 2 * kBlockerBytes / (copy * 1e6);
   }
-  Ring ring(1u << 13);
+  Ring ring(1u << 13, /*scratch=*/true);
   largeRanges(ring, big, copy);
   figures.push_back({"cuMemcpyDtoD " + std::to_string(big_bytes >> 20) + " MiB (read + write)", copy, "GB/s",
                      cu.canTime() ? "" : "host time: this driver cannot time kernels"});
@@ -322,7 +322,10 @@ void runMeasures() {
 
 }  // namespace
 
-void report(const std::string& group, const std::string& name, bool ok, const std::string& detail) {
+std::string group_suffix;
+
+void report(const std::string& plain_group, const std::string& name, bool ok, const std::string& detail) {
+  const std::string group = plain_group + group_suffix;
   if (!groups.count(group)) group_order.push_back(group);
   Group& g = groups[group];
   ++g.cases;
@@ -399,9 +402,17 @@ int main(int argc, char** argv) {
       name, major, minor, sms, version, tcgd::collectors::tensor::fingerprintImageBytes(), regs, local,
       blocks_per_sm, agent_max_grid);
   const auto start = std::chrono::steady_clock::now();
+  // The agent's way first (a scratch region: ranges combined on the
+  // device), then a slot per chunk (what a launch without one writes).
   {
-    Ring ring(1u << 13);
+    Ring ring(1u << 13, /*scratch=*/true);
     runCorrectness(ring);
+  }
+  {
+    Ring ring(1u << 13, /*scratch=*/false);
+    group_suffix = "/chunks";
+    runCorrectness(ring);
+    group_suffix.clear();
   }
   if (measure) runMeasures();
 

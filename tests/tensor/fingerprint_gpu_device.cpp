@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace tcgd::tensor::gpu_check {
 
@@ -69,7 +70,7 @@ void zero(CUdeviceptr dst, size_t bytes) {
 Buffer::Buffer(size_t n) : host(n) { CK(cu.cuMemAlloc(&dev, std::max<size_t>(n, 1))); }
 Buffer::~Buffer() { cu.cuMemFree(dev); }
 
-Ring::Ring(uint64_t capacity) : capacity_(capacity) {
+Ring::Ring(uint64_t capacity, bool scratch) : capacity_(capacity) {
   bytes_ = (kObservationRingHeaderBytes + capacity * sizeof(ObservationSlot) + 4095) / 4096 * 4096;
   fd_ = memfd_create("tcgd-fingerprint-check", MFD_CLOEXEC);
   if (fd_ < 0 || ftruncate(fd_, static_cast<off_t>(bytes_)) != 0) check(CUDA_ERROR_OUT_OF_MEMORY, "memfd");
@@ -84,9 +85,14 @@ Ring::Ring(uint64_t capacity) : capacity_(capacity) {
   CK(cu.cuMemHostGetDevicePointer(&host_dev_, base_, 0));
   CK(cu.cuMemAlloc(&device_, sizeof(ObservationRingDevice)));
   zero(device_, sizeof(ObservationRingDevice));
+  if (scratch) {
+    CK(cu.cuMemAlloc(&scratch_, kScratchRegionBytes));
+    zero(scratch_, kScratchRegionBytes);
+  }
 }
 
 Ring::~Ring() {
+  if (scratch_ != 0) cu.cuMemFree(scratch_);
   cu.cuMemFree(device_);
   cu.cuMemHostUnregister(base_);
   munmap(base_, bytes_);
@@ -97,6 +103,7 @@ void Ring::fillParams(FingerprintParams* p) const {
   p->slots = host_dev_ + kObservationRingHeaderBytes;
   p->ring_host = host_dev_;
   p->ring_device = device_;
+  p->scratch = scratch_;
   p->capacity = capacity_;
 }
 
@@ -110,12 +117,15 @@ bool Ring::drain(std::vector<ObservationSlot>* out, std::string* error, bool adv
   const uint64_t claimed = deviceState().claimed;
   for (uint64_t seq = consumer_; seq < claimed; ++seq) {
     const ObservationSlot& s = slots_[seq & (capacity_ - 1)];
-    const uint64_t commit = __atomic_load_n(&s.commit, __ATOMIC_ACQUIRE);
-    if (commit != seq + 1) {
-      *error = "slot " + std::to_string(seq) + " claimed but commit is " + std::to_string(commit);
+    // The kernel's writes are plain stores: after the launch's stream was
+    // waited for they have all landed, and the commit checks the fields.
+    ObservationSlot copy;
+    std::memcpy(static_cast<void*>(&copy), &s, sizeof(copy));
+    if (copy.commit != commitFor(seq, copy)) {
+      *error = "slot " + std::to_string(seq) + " claimed but its commit word does not check its fields";
       return false;
     }
-    out->push_back(s);
+    out->push_back(copy);
   }
   if (advance) {
     consumer_ = claimed;

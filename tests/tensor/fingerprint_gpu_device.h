@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "collectors/tensor/fingerprint_abi.h"
+#include "collectors/tensor/observation.h"
 
 namespace tcgd::tensor::gpu_check {
 
@@ -78,7 +79,10 @@ struct Buffer {
 // program plays the recorder.
 class Ring {
  public:
-  explicit Ring(uint64_t capacity);
+  // With `scratch`, launches get a scratch region of their own (zeroed
+  // device memory, fingerprint_abi.h), as the agent's do: the kernel combines
+  // a range's chunks into one slot. Without, a slot per chunk.
+  explicit Ring(uint64_t capacity, bool scratch = false);
   ~Ring();
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
@@ -101,6 +105,7 @@ class Ring {
   ObservationSlot* slots_ = nullptr;
   CUdeviceptr host_dev_ = 0;
   CUdeviceptr device_ = 0;
+  CUdeviceptr scratch_ = 0;
   uint64_t consumer_ = 0;
 };
 

@@ -186,10 +186,35 @@ std::vector<ObservationSlot> partials(const void* data, uint64_t bytes, Dtype dt
 }
 
 Observation observe(const void* data, uint64_t bytes, Dtype dtype) {
-  Observation o;
-  uint64_t sequence = 0;
-  for (const ObservationSlot& s : partials(data, bytes, dtype, 0, 0, 0)) addPartial(s, sequence++, &o);
-  return o;
+  const std::vector<ObservationSlot> slots = partials(data, bytes, dtype, 0, 0, 0);
+  std::vector<uint64_t> sequences(slots.size());
+  for (size_t i = 0; i < sequences.size(); ++i) sequences[i] = i;
+  return combineChunks(slots.data(), sequences.data(), slots.size());
+}
+
+ObservationSlot combinedSlot(const std::vector<ObservationSlot>& chunk_partials) {
+  std::vector<uint64_t> sequences(chunk_partials.size(), 0);
+  const Observation o = combineChunks(chunk_partials.data(), sequences.data(), chunk_partials.size());
+  ObservationSlot s{};
+  s.site = o.site;
+  s.exec = o.exec;
+  s.range = o.range;
+  s.chunk = 0;
+  s.chunks = 1;
+  s.dtype = o.dtype;
+  s.flags = chunk_partials.empty() ? 0 : chunk_partials[0].flags;
+  s.elements = o.elements;
+  s.hash = o.hash;
+  s.nan = o.nan;
+  s.pos_inf = o.pos_inf;
+  s.neg_inf = o.neg_inf;
+  s.zero = o.zero;
+  s.minimum = o.minimum;
+  s.maximum = o.maximum;
+  s.sum = o.sum;
+  s.sum_squares = o.sum_squares;
+  s.first_nonfinite = o.first_nonfinite;
+  return s;
 }
 
 std::vector<ObservationSlot> launchSlots(const FingerprintParams& params, uint32_t exec) {
@@ -201,9 +226,17 @@ std::vector<ObservationSlot> launchSlots(const FingerprintParams& params, uint32
     const auto* data = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(range.ptr));
     // The parameters' shift, clamped to the bounds as the kernel does.
     const uint32_t shift = std::clamp<uint32_t>(range.chunk_shift, kMinChunkShift, kMaxChunkShift);
+    std::vector<ObservationSlot> chunks;
     for (uint32_t c = 0; c < range.chunks; ++c) {
-      out.push_back(chunkPartial(data, range.bytes, range.dtype, params.site, exec, range.index, c,
-                                 range.chunks, shift));
+      chunks.push_back(chunkPartial(data, range.bytes, range.dtype, params.site, exec, range.index, c,
+                                    range.chunks, shift));
+    }
+    // With a scratch region the kernel combines a range's chunks into one
+    // slot; without, each chunk is a slot of its own.
+    if (params.scratch != 0 && chunks.size() > 1) {
+      out.push_back(combinedSlot(chunks));
+    } else {
+      out.insert(out.end(), chunks.begin(), chunks.end());
     }
   }
   return out;
@@ -243,11 +276,11 @@ void execute(const FingerprintParams& params) {
     if (seq == kDroppedSlot) continue;
     ObservationSlot* slot = &slots[seq & (params.capacity - 1)];
     ObservationSlot copy = partial;
-    copy.commit = 0;
-    // Every field, then the commit word, released: a reader that sees the
-    // commit sees the fields.
+    copy.commit = commitFor(seq, copy);
+    // Every field, then the commit word, released (the kernel's stores are
+    // plain; the commit's check is what the recorder relies on).
     std::memcpy(static_cast<void*>(slot), &copy, offsetof(ObservationSlot, commit));
-    __atomic_store_n(&slot->commit, seq + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&slot->commit, copy.commit, __ATOMIC_RELEASE);
   }
   if (state != nullptr) {
     __atomic_store_n(&state->done, 0u, __ATOMIC_RELAXED);

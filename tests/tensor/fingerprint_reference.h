@@ -21,12 +21,18 @@ namespace tcgd::tensor::reference {
 std::vector<ObservationSlot> partials(const void* data, uint64_t bytes, Dtype dtype,
                                       uint64_t site, uint32_t exec, uint16_t range);
 
-// The whole range at once: partials() combined in chunk order.
+// The whole range at once: partials() combined (combineChunks).
 Observation observe(const void* data, uint64_t bytes, Dtype dtype);
 
+// The one slot the kernel writes for a range whose chunks it combined on
+// the device: chunk 0 of 1, the figures of combineChunks (commit left 0).
+ObservationSlot combinedSlot(const std::vector<ObservationSlot>& chunk_partials);
+
 // What one execution of a fingerprint launch writes: for each range of
-// `params` (whose `ptr` fields are host addresses here), partials() in range
-// order, unless `exec` is outside [replay_first, replay_last] (then none).
+// `params` (whose `ptr` fields are host addresses here), in range order,
+// its partials(), or combinedSlot() of them when the launch has a scratch
+// region and the range more than one chunk; none when `exec` is outside
+// [replay_first, replay_last].
 std::vector<ObservationSlot> launchSlots(const FingerprintParams& params, uint32_t exec);
 
 // Runs one execution of a fingerprint launch the way the kernel does, on

@@ -298,7 +298,7 @@ TEST(FingerprintStats, TheKernelsShortcutsGiveTheContractsBits) {
   }
 }
 
-TEST(FingerprintCombine, OrderOfArrivalDoesNotMatterOnceSorted) {
+TEST(FingerprintCombine, OrderOfArrivalDoesNotMatter) {
   auto data = randomBytes(5 * kSmallChunk + 100, 3);
   for (size_t i = 0; i < data.size(); i += 4) data[i + 3] &= 0x3f;  // keep floats mostly finite
   const auto slots = partials(data.data(), data.size(), Dtype::kFloat32, 7, 0, 0);
@@ -306,8 +306,9 @@ TEST(FingerprintCombine, OrderOfArrivalDoesNotMatterOnceSorted) {
   auto shuffled = slots;
   std::mt19937 rng(4);
   std::shuffle(shuffled.begin(), shuffled.end(), rng);
-  Observation any;
-  for (size_t i = 0; i < shuffled.size(); ++i) addPartial(shuffled[i], i, &any);
+  std::vector<uint64_t> sequences(shuffled.size());
+  for (size_t i = 0; i < sequences.size(); ++i) sequences[i] = 100 + i;
+  const Observation any = combineChunks(shuffled.data(), sequences.data(), shuffled.size());
   EXPECT_EQ(any.hash, inOrder.hash);
   EXPECT_EQ(any.elements, inOrder.elements);
   EXPECT_EQ(any.nan, inOrder.nan);
@@ -316,11 +317,41 @@ TEST(FingerprintCombine, OrderOfArrivalDoesNotMatterOnceSorted) {
   EXPECT_EQ(any.maximum, inOrder.maximum);
   EXPECT_EQ(any.first_nonfinite, inOrder.first_nonfinite);
   EXPECT_EQ(any.chunks_seen, 6u);
-  std::sort(shuffled.begin(), shuffled.end(), [](const auto& a, const auto& b) { return a.chunk < b.chunk; });
-  Observation sorted;
-  for (size_t i = 0; i < shuffled.size(); ++i) addPartial(shuffled[i], i, &sorted);
-  EXPECT_EQ(std::bit_cast<uint64_t>(sorted.sum), std::bit_cast<uint64_t>(inOrder.sum));
-  EXPECT_EQ(std::bit_cast<uint64_t>(sorted.sum_squares), std::bit_cast<uint64_t>(inOrder.sum_squares));
+  EXPECT_EQ(any.first_sequence, 100u);
+  EXPECT_EQ(std::bit_cast<uint64_t>(any.sum), std::bit_cast<uint64_t>(inOrder.sum));
+  EXPECT_EQ(std::bit_cast<uint64_t>(any.sum_squares), std::bit_cast<uint64_t>(inOrder.sum_squares));
+}
+
+// The contract's order, spelled out for 70 chunks: lane l adds chunks l,
+// l + 32, l + 64 in turn, then the lanes reduce pairwise. Values chosen so
+// that a sequential sum in chunk order gives other bits.
+TEST(FingerprintCombine, ChunkSumsAddLikeAWarp) {
+  std::vector<ObservationSlot> slots(70);
+  std::vector<uint64_t> sequences(slots.size());
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> value(-1e6, 1e6);
+  for (uint32_t c = 0; c < slots.size(); ++c) {
+    slots[c].chunk = c;
+    slots[c].chunks = 70;
+    slots[c].sum = value(rng) * (c % 3 == 0 ? 1e-9 : 1.0);
+    slots[c].sum_squares = slots[c].sum * slots[c].sum;
+    sequences[c] = c;
+  }
+  double lanes[32] = {};
+  double sequential = 0;
+  for (uint32_t c = 0; c < slots.size(); ++c) {
+    lanes[c % 32] = lanes[c % 32] + slots[c].sum;
+    sequential = sequential + slots[c].sum;
+  }
+  for (uint32_t o = 16; o > 0; o /= 2)
+    for (uint32_t l = 0; l < o; ++l) lanes[l] = lanes[l] + lanes[l + o];
+  const Observation o = combineChunks(slots.data(), sequences.data(), slots.size());
+  EXPECT_EQ(std::bit_cast<uint64_t>(o.sum), std::bit_cast<uint64_t>(lanes[0]));
+  EXPECT_NE(std::bit_cast<uint64_t>(o.sum), std::bit_cast<uint64_t>(sequential));
+  // One chunk: its own figures exactly.
+  const Observation one = combineChunks(slots.data() + 5, sequences.data() + 5, 1);
+  EXPECT_EQ(std::bit_cast<uint64_t>(one.sum), std::bit_cast<uint64_t>(slots[5].sum));
+  EXPECT_EQ(std::bit_cast<uint64_t>(one.sum_squares), std::bit_cast<uint64_t>(slots[5].sum_squares));
 }
 
 TEST(FingerprintRanges, EmptyRangeIsOneEmptySlot) {
@@ -425,7 +456,7 @@ TEST(FingerprintLaunch, SiteStateCountsExecutionsAndTheWindowSelects) {
   ASSERT_EQ(ring.device.claimed, 6u);  // executions 1 and 2, three slots each
   for (uint64_t seq = 0; seq < 6; ++seq) {
     const ObservationSlot& s = ring.slots[seq];
-    EXPECT_EQ(s.commit, seq + 1);
+    EXPECT_EQ(s.commit, commitFor(seq, s));
     EXPECT_EQ(s.exec, 1 + seq / 3);
     EXPECT_EQ(s.site, 42u);
   }
@@ -468,9 +499,9 @@ TEST(FingerprintLaunch, TinyRingDropsAndMarksExactly) {
   EXPECT_EQ(ring.device.drops, 14u);
   EXPECT_EQ(ring.device.claimed + ring.device.drops, 2u * p.total_chunks);
   EXPECT_EQ(ring.maxMark(), 14u);
-  EXPECT_EQ(ring.slots[4 & 3].commit, 5u);  // sequence 4 reused slot 0
-  EXPECT_EQ(ring.slots[5 & 3].commit, 6u);
-  EXPECT_EQ(ring.slots[2].commit, 3u);       // not yet read: untouched
+  EXPECT_EQ(ring.slots[4 & 3].commit, commitFor(4, ring.slots[4 & 3]));  // sequence 4 reused slot 0
+  EXPECT_EQ(ring.slots[5 & 3].commit, commitFor(5, ring.slots[5 & 3]));
+  EXPECT_EQ(ring.slots[2].commit, commitFor(2, ring.slots[2]));  // not yet read: untouched
 }
 
 TEST(FingerprintLaunch, ManyDropsKeepTheLargestMarkExact) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 
 namespace tcgd::recorder {
 namespace {
@@ -34,13 +33,15 @@ bool ObservationDrain::ready() {
   return true;
 }
 
-const ObservationSlot* ObservationDrain::slotAt(uint64_t sequence) const {
+bool ObservationDrain::slotAt(uint64_t sequence, ObservationSlot* out) const {
   const auto* slot = reinterpret_cast<const ObservationSlot*>(
       slots_ + (sequence & (capacity_ - 1)) * sizeof(ObservationSlot));
-  // acquire: the GPU fenced (__threadfence_system) its field writes before
-  // the commit word; reading the fields after this load sees them.
-  const uint64_t commit = __atomic_load_n(&slot->commit, __ATOMIC_ACQUIRE);
-  return commit == sequence + 1 ? slot : nullptr;
+  // The GPU writes a slot with plain stores in no set order: a copy is the
+  // slot once its commit word checks the sequence and every field copied
+  // (fingerprint_abi.h, slotCommit). A copy taken while the writes land
+  // fails the check and is read again on the next pass.
+  std::memcpy(static_cast<void*>(out), slot, sizeof(*out));
+  return out->commit == ::tcgd::tensor::commitFor(sequence, *out);
 }
 
 void ObservationDrain::publishConsumer() {
@@ -78,35 +79,24 @@ void ObservationDrain::take(const ObservationSlot& slot, uint64_t sequence,
                             bundle::TensorObservationBatch* batch) {
   ++slots_read_;
   if (slot.chunks <= 1) {
-    Observation o;
-    ::tcgd::tensor::addPartial(slot, sequence, &o);
-    emit(o, batch);
+    emit(::tcgd::tensor::combineChunks(&slot, &sequence, 1), batch);
     return;
   }
-  Pending& p = pending_[Key{slot.site, slot.exec, slot.range}];
+  const Key key{slot.site, slot.exec, slot.range};
+  Pending& p = pending_[key];
   p.slots.push_back(slot);
   p.sequences.push_back(sequence);
   if (p.slots.size() < slot.chunks) return;
-  // Chunk order, whatever order the blocks finished in: the sums then come
-  // out the same bit for bit for equal bytes.
-  std::vector<size_t> order(p.slots.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return p.slots[a].chunk < p.slots[b].chunk; });
-  Observation o;
-  for (size_t i : order) ::tcgd::tensor::addPartial(p.slots[i], p.sequences[i], &o);
-  emit(o, batch);
-  pending_.erase(Key{slot.site, slot.exec, slot.range});
+  emit(::tcgd::tensor::combineChunks(p.slots.data(), p.sequences.data(), p.slots.size()), batch);
+  pending_.erase(key);
 }
 
 size_t ObservationDrain::drain(bundle::TensorObservationBatch* batch) {
   if (!ready()) return 0;
   size_t read = 0;
   for (;;) {
-    const ObservationSlot* slot = slotAt(next_);
-    if (slot == nullptr) break;
     ObservationSlot copy;
-    std::memcpy(&copy, slot, sizeof(copy));
+    if (!slotAt(next_, &copy)) break;
     take(copy, next_, batch);
     ++next_;
     ++read;
@@ -124,10 +114,8 @@ void ObservationDrain::finish(bundle::TensorObservationBatch* batch) {
   // within a lap of the consumer position.
   uint64_t committed = 0, last = 0;
   for (uint64_t seq = next_; seq < next_ + capacity_; ++seq) {
-    const ObservationSlot* slot = slotAt(seq);
-    if (slot == nullptr) continue;
     ObservationSlot copy;
-    std::memcpy(&copy, slot, sizeof(copy));
+    if (!slotAt(seq, &copy)) continue;
     take(copy, seq, batch);
     ++committed;
     last = seq;
@@ -135,15 +123,8 @@ void ObservationDrain::finish(bundle::TensorObservationBatch* batch) {
   // Positions below the last committed slot that never were: claimed, and
   // the GPU stopped before writing them.
   if (committed != 0) holes_ += last - next_ + 1 - committed;
-  for (auto& [key, p] : pending_) {
-    std::vector<size_t> order(p.slots.size());
-    std::iota(order.begin(), order.end(), size_t{0});
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return p.slots[a].chunk < p.slots[b].chunk; });
-    Observation o;
-    for (size_t i : order) ::tcgd::tensor::addPartial(p.slots[i], p.sequences[i], &o);
-    emit(o, batch);
-  }
+  for (auto& [key, p] : pending_)
+    emit(::tcgd::tensor::combineChunks(p.slots.data(), p.sequences.data(), p.slots.size()), batch);
   pending_.clear();
 }
 

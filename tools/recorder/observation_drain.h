@@ -4,7 +4,7 @@
 // TensorObservationBatch frames.
 //
 // The ring is in host memory the GPU writes across the bus: a slot is
-// whole once its commit word holds its sequence + 1. Slots are read in
+// whole once its commit word checks its sequence and fields (slotCommit). Slots are read in
 // sequence order; the consumer position is written back after each pass so
 // the GPU may reuse them. While the job lives a slot not yet committed is
 // waited for (a block is between its claim and its commit); once the job is
@@ -51,7 +51,8 @@ class ObservationDrain {
   void take(const ::tcgd::tensor::ObservationSlot& slot, uint64_t sequence,
             bundle::TensorObservationBatch* batch);
   void emit(const ::tcgd::tensor::Observation& o, bundle::TensorObservationBatch* batch);
-  const ::tcgd::tensor::ObservationSlot* slotAt(uint64_t sequence) const;
+  // Copies slot `sequence` into *out; true when it is committed whole.
+  bool slotAt(uint64_t sequence, ::tcgd::tensor::ObservationSlot* out) const;
   void publishConsumer();
 
   ::tcgd::tensor::ObservationRingHost* host_ = nullptr;
