@@ -576,13 +576,6 @@ struct BlockShared {
   uint32_t exec;
 };
 
-// A range's figures while its chunk partials are combined (one lane's share,
-// then the warp's): 64-bit counts and element indices.
-struct RangeTotals {
-  uint64_t elements, hash, nan, pos_inf, neg_inf, zero, first;
-  double sum, sum_squares, minimum, maximum;
-};
-
 // ---- the ring ---------------------------------------------------------------
 
 // Where slots go: the launch's ring, copied out of the parameters (a
@@ -619,76 +612,57 @@ struct DeviceRing {
   __device__ void pause() { __nanosleep(256); }
 };
 
-// Warp 0 writes the slot staged in shared memory: lane 0 computes the
-// commit word from the staged fields, then lanes 0-7 store one 16-byte
-// piece each, plain stores in no set order; the recorder takes the slot once
-// the commit it reads checks the fields it reads (slotCommit).
+// Warp 0 writes the slot staged in shared memory: lanes 0-14 mix a word of
+// it each into the commit word (slotCommit), then lanes 0-7 store one
+// 16-byte piece each, plain stores in no set order; the recorder takes the
+// slot once the commit it reads checks the fields it reads.
 __device__ __forceinline__ void writeSlot(const Sink& sink, ObservationSlot& staged, unsigned long long seq,
                                           uint32_t lane) {
-  if (lane == 0) staged.commit = slotCommit(seq, reinterpret_cast<const uint64_t*>(&staged));
+  const auto* words = reinterpret_cast<const uint64_t*>(&staged);
+  uint64_t mixed = lane < 15 ? commitWord(lane, words[lane]) : 0;
+  for (uint32_t o = 16; o > 0; o /= 2) mixed += __shfl_down_sync(0xffffffffu, mixed, o);
+  if (lane == 0) staged.commit = commitOf(seq, mixed);
   __syncwarp();
   ObservationSlot* slot = sink.slots + (seq & (sink.capacity - 1));
   if (lane < 8) reinterpret_cast<uint4*>(slot)[lane] = reinterpret_cast<const uint4*>(&staged)[lane];
 }
 
-// Claims a slot in lane 0 and hands its sequence to the warp.
-__device__ __forceinline__ unsigned long long claimInWarp(const Sink& sink, uint32_t lane) {
-  unsigned long long seq = 0;
-  if (lane == 0) {
-    DeviceRing ring{sink.ring, sink.host};
-    seq = claimSlot(ring, sink.capacity);
-  }
-  return __shfl_sync(0xffffffffu, seq, 0);
-}
-
 // ---- combining a range's chunks ------------------------------------------------
 
-__device__ __forceinline__ RangeTotals addRange(const RangeTotals& a, const RangeTotals& b) {
-  return RangeTotals{a.elements + b.elements, a.hash + b.hash,        a.nan + b.nan,
-                     a.pos_inf + b.pos_inf,   a.neg_inf + b.neg_inf,  a.zero + b.zero,
-                     min(a.first, b.first),   __dadd_rn(a.sum, b.sum), __dadd_rn(a.sum_squares, b.sum_squares),
-                     fmin(a.minimum, b.minimum), fmax(a.maximum, b.maximum)};
+// A double as an unsigned key in the same order (negative values below
+// positive ones): extremes kept by integer atomic max.
+__device__ __forceinline__ uint64_t orderKey(double x) {
+  const uint64_t b = static_cast<uint64_t>(__double_as_longlong(x));
+  return (b >> 63) != 0 ? ~b : b | 0x8000000000000000ull;
+}
+__device__ __forceinline__ double fromOrderKey(uint64_t k) {
+  return __longlong_as_double(static_cast<long long>((k >> 63) != 0 ? k & 0x7fffffffffffffffull : ~k));
 }
 
-// Chunk c's partial as the block that reduced it staged it, read from L2
-// (another SM wrote it during this launch; L1 is not coherent).
-__device__ __forceinline__ RangeTotals loadPartial(const ObservationSlot* p) {
-  const auto* w = reinterpret_cast<const unsigned long long*>(p);
-  constexpr uint32_t kElements = offsetof(ObservationSlot, elements) / 8;
-  const auto word = [&](uint32_t i) { return static_cast<uint64_t>(__ldcg(w + kElements + i)); };
-  return RangeTotals{word(0), word(1), word(2), word(3), word(4), word(5), word(10),
-                     __longlong_as_double(static_cast<long long>(word(8))),
-                     __longlong_as_double(static_cast<long long>(word(9))),
-                     __longlong_as_double(static_cast<long long>(word(6))),
-                     __longlong_as_double(static_cast<long long>(word(7)))};
+// Chunk c's order-free figures (its staged slot) into the range's
+// accumulator, by lanes 0-7 of warp 0, one atomic each, and its sums beside
+// it. Each lane fences its own writes; the warp barrier after them orders
+// every lane's before the arrival that follows.
+__device__ __forceinline__ void accumulate(RangeAccumulator* acc, double2* sums, const ObservationSlot& s,
+                                           bool has_finite, uint32_t lane) {
+  auto* a = reinterpret_cast<unsigned long long*>(acc);
+  switch (lane) {
+    case 0: sums[0] = make_double2(s.sum, s.sum_squares); break;
+    case 1: atomicAdd(a + 2, static_cast<unsigned long long>(s.hash)); break;
+    case 2: if (s.nan != 0) atomicAdd(a + 3, static_cast<unsigned long long>(s.nan)); break;
+    case 3: if (s.pos_inf != 0) atomicAdd(a + 4, static_cast<unsigned long long>(s.pos_inf)); break;
+    case 4: if (s.neg_inf != 0) atomicAdd(a + 5, static_cast<unsigned long long>(s.neg_inf)); break;
+    case 5: if (s.zero != 0) atomicAdd(a + 6, static_cast<unsigned long long>(s.zero)); break;
+    case 6: if (has_finite) atomicMax(a + 7, ~orderKey(s.minimum)); break;
+    case 7: if (has_finite) atomicMax(a + 8, orderKey(s.maximum)); break;
+    case 8: if (s.first_nonfinite != kNoIndex) atomicMax(a + 9, ~s.first_nonfinite); break;
+    default: break;
+  }
+  if (lane <= 8) __threadfence();
+  __syncwarp();
 }
-static_assert(offsetof(ObservationSlot, minimum) == offsetof(ObservationSlot, elements) + 6 * 8 &&
-              offsetof(ObservationSlot, sum) == offsetof(ObservationSlot, elements) + 8 * 8 &&
-              offsetof(ObservationSlot, first_nonfinite) == offsetof(ObservationSlot, elements) + 10 * 8,
-              "loadPartial's word numbers");
-
-__device__ __forceinline__ RangeTotals shuffleDown(const RangeTotals& t, uint32_t o) {
-  constexpr unsigned kAll = 0xffffffffu;
-  return RangeTotals{__shfl_down_sync(kAll, t.elements, o), __shfl_down_sync(kAll, t.hash, o),
-                     __shfl_down_sync(kAll, t.nan, o),      __shfl_down_sync(kAll, t.pos_inf, o),
-                     __shfl_down_sync(kAll, t.neg_inf, o),  __shfl_down_sync(kAll, t.zero, o),
-                     __shfl_down_sync(kAll, t.first, o),    __shfl_down_sync(kAll, t.sum, o),
-                     __shfl_down_sync(kAll, t.sum_squares, o), __shfl_down_sync(kAll, t.minimum, o),
-                     __shfl_down_sync(kAll, t.maximum, o)};
-}
-
-// The contract's combination of a range's `chunks` partials at `partials`
-// (fingerprint_abi.h, "combining the chunks of a range"), by one warp: lane
-// l adds chunks l, l + 32, ... in order, then the lanes reduce, o = 16..1.
-// Valid in lane 0.
-__device__ __noinline__ RangeTotals combineRange(const ObservationSlot* partials, uint32_t chunks,
-                                                 uint32_t lane) {
-  const double inf = __longlong_as_double(0x7ff0000000000000ll);
-  RangeTotals t{0, 0, 0, 0, 0, 0, kNoIndex, 0.0, 0.0, inf, -inf};
-  for (uint32_t c = lane; c < chunks; c += kCombineLanes) t = addRange(t, loadPartial(partials + c));
-  for (uint32_t o = kCombineLanes / 2; o > 0; o /= 2) t = addRange(t, shuffleDown(t, o));
-  return t;
-}
+static_assert(offsetof(RangeAccumulator, hash) == 16 && offsetof(RangeAccumulator, least) == 56 &&
+              offsetof(RangeAccumulator, first) == 72, "accumulate's word numbers");
 
 // ---- a chunk ------------------------------------------------------------------
 
@@ -701,6 +675,7 @@ struct Chunk {
   uint32_t range;           // FingerprintRange::index
   uint32_t slot_in_launch;  // the range's position in the launch (its arrival count)
   uint32_t first_chunk;     // FingerprintRange::first_chunk
+  uint64_t range_bytes;     // FingerprintRange::bytes
   bool combine;         // a partial into the scratch region, not a slot of its own
   bool prefetch;        // a launch of few blocks: bring the chunk into L2 first
 };
@@ -808,41 +783,74 @@ __device__ void fingerprintChunk(const Sink& sink, const Chunk& c, uint32_t exec
     writeSlot(sink, sh.slot, seq, lane);
     return;
   }
-  // The partial into the scratch region, then the arrival: the fence orders
-  // the partial's stores (every lane's: the warp barrier first) before the
-  // count, so the block that counts last reads every partial.
-  auto* counters = reinterpret_cast<unsigned int*>(sink.scratch);
-  auto* partials = reinterpret_cast<ObservationSlot*>(sink.scratch + kScratchCountersBytes) + c.first_chunk;
-  if (lane < 8) reinterpret_cast<uint4*>(partials + c.index)[lane] = reinterpret_cast<const uint4*>(&sh.slot)[lane];
-  __syncwarp();
-  uint32_t arrived = 0;
-  if (lane == 0) {
+  // A chunk of a range combined on the device: its figures into the range's
+  // accumulator, then its arrival. The block of chunk 0 leaves the slot its
+  // claimer took there too.
+  const ObservationSlot& staged = sh.slot;
+  RangeAccumulator* acc = reinterpret_cast<RangeAccumulator*>(sink.scratch) + c.slot_in_launch;
+  double2* sums = reinterpret_cast<double2*>(sink.scratch + kScratchSumsOffset) + c.first_chunk;
+  if (c.index == 0 && lane == 9) {
+    acc->sequence = sh.sequence[buf];
     __threadfence();
-    arrived = atomicAdd(&counters[c.slot_in_launch], 1u);
   }
+  accumulate(acc, sums + c.index, staged, staged.elements > staged.nan + staged.pos_inf + staged.neg_inf, lane);
+  uint32_t arrived = 0;
+  if (lane == 0) arrived = atomicAdd(&acc->arrived, 1u);
   if (__shfl_sync(0xffffffffu, arrived, 0) != c.chunks - 1) return;
   __threadfence();
-  // Every chunk has arrived: the count is ready for the next execution (which
-  // starts after this launch ends), and the range's figures are combined.
-  if (lane == 0) counters[c.slot_in_launch] = 0;
-  const RangeTotals r = combineRange(partials, c.chunks, lane);
-  const unsigned long long seq = claimInWarp(sink, lane);
+  // Every chunk has arrived. The sums in the contract's order (lane l adds
+  // chunks l, l + 32, ...; then the lanes reduce), loads first, all at once.
+  constexpr uint32_t kPerLane = kTargetChunks / kCombineLanes;
+  double2 v[kPerLane];
+#pragma unroll
+  for (uint32_t k = 0; k < kPerLane; ++k) {
+    const uint32_t chunk = lane + k * kCombineLanes;
+    v[k] = chunk < c.chunks ? __ldcg(sums + chunk) : make_double2(0.0, 0.0);
+  }
+  double sum = 0.0, squares = 0.0;
+#pragma unroll
+  for (uint32_t k = 0; k < kPerLane; ++k) {
+    if (lane + k * kCombineLanes < c.chunks) {
+      sum = __dadd_rn(sum, v[k].x);
+      squares = __dadd_rn(squares, v[k].y);
+    }
+  }
+  for (uint32_t chunk = lane + kPerLane * kCombineLanes; chunk < c.chunks; chunk += kCombineLanes) {
+    const double2 w = __ldcg(sums + chunk);
+    sum = __dadd_rn(sum, w.x);
+    squares = __dadd_rn(squares, w.y);
+  }
+  for (uint32_t o = kCombineLanes / 2; o > 0; o /= 2) {
+    sum = __dadd_rn(sum, __shfl_down_sync(0xffffffffu, sum, o));
+    squares = __dadd_rn(squares, __shfl_down_sync(0xffffffffu, squares, o));
+  }
+  // The accumulator's words, read and zeroed by the lane of each (zero is
+  // the empty accumulator: the next execution starts from it).
+  auto* words = reinterpret_cast<unsigned long long*>(acc);
+  unsigned long long word = 0;
+  if (lane < 10) {
+    word = __ldcg(words + lane);
+    if (lane != 1) words[lane] = 0;
+  }
+  const auto from = [&](uint32_t l) { return static_cast<uint64_t>(__shfl_sync(0xffffffffu, word, l)); };
+  const uint64_t seq = from(1), hash = from(2), nan = from(3), pos_inf = from(4), neg_inf = from(5),
+                 zero = from(6), least = from(7), greatest = from(8), first = from(9);
   if (seq == kDroppedSlot) return;
   if (lane == 0) {
     ObservationSlot& s = sh.slot;
     s.chunk = 0;
     s.chunks = 1;
-    s.elements = r.elements;
-    s.hash = r.hash;
-    s.nan = r.nan;
-    s.pos_inf = r.pos_inf;
-    s.neg_inf = r.neg_inf;
-    s.zero = r.zero;
-    s.minimum = r.minimum;
-    s.maximum = r.maximum;
-    s.sum = r.sum;
-    s.sum_squares = r.sum_squares;
-    s.first_nonfinite = r.first;
+    s.elements = (s.flags & kSlotHashOnly) != 0 ? c.range_bytes : c.range_bytes / dtypeBytes(static_cast<Dtype>(s.dtype));
+    s.hash = hash;
+    s.nan = nan;
+    s.pos_inf = pos_inf;
+    s.neg_inf = neg_inf;
+    s.zero = zero;
+    s.minimum = least != 0 ? fromOrderKey(~least) : __longlong_as_double(0x7ff0000000000000ll);
+    s.maximum = greatest != 0 ? fromOrderKey(greatest) : -__longlong_as_double(0x7ff0000000000000ll);
+    s.sum = sum;
+    s.sum_squares = squares;
+    s.first_nonfinite = ~first;
   }
   writeSlot(sink, sh.slot, seq, lane);
 }
@@ -904,19 +912,19 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
   // The execution index: thread 0 alone needs it (it stages every slot and
   // counts the execution), so its load overlaps the chunk's loads; a launch
   // limited to a window of replays needs it in every thread first.
-  uint32_t exec = 0;
+  uint32_t exec = 0;  // an eager launch's is 0
   bool run = true;
+  const bool windowed = p.replay_first != 0 || p.replay_last != 0xffffffffu;
   if (state != nullptr) {
-    const bool windowed = p.replay_first != 0 || p.replay_last != 0xffffffffu;
     if (windowed) {
       if (threadIdx.x == 0) sh.exec = *reinterpret_cast<volatile uint32_t*>(&state->exec);
       __syncthreads();
       exec = sh.exec;
-      run = exec >= p.replay_first && exec <= p.replay_last;
     } else if (threadIdx.x == 0) {
       exec = *reinterpret_cast<volatile uint32_t*>(&state->exec);
     }
   }
+  if (windowed) run = exec >= p.replay_first && exec <= p.replay_last;
   const uint32_t range_count = min(p.range_count, kMaxRangesPerLaunch);
   // A launch of more chunks than a scratch region holds goes without one
   // (the agent never sends such a launch with one).
@@ -944,7 +952,9 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
       const FingerprintRange& r = p.ranges[ri];
       Chunk chunk;
       chunk.combine = scratch != nullptr && r.chunks > 1 && r.first_chunk + r.chunks <= kScratchChunks;
-      if (threadIdx.x == kClaimer && !chunk.combine) {
+      // A chunk written alone claims its slot; a combined range's slot is
+      // claimed once, by the block of its chunk 0.
+      if (threadIdx.x == kClaimer && (!chunk.combine || r.first_chunk == c)) {
         DeviceRing ring{sink.ring, sink.host};
         sh.sequence[buf] = claimSlot(ring, sink.capacity);
       }
@@ -963,6 +973,7 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
       chunk.range = r.index;
       chunk.slot_in_launch = ri;
       chunk.first_chunk = r.first_chunk;
+      chunk.range_bytes = r.bytes;
       chunk.prefetch = blocks <= kPrefetchBlocks && chunk.bytes > kVectorBytes * kThreads;
       fingerprintChunk(sink, chunk, r.dtype, exec, sh, buf);
       buf ^= 1;

@@ -220,19 +220,32 @@ struct FingerprintParams {
 static_assert(sizeof(FingerprintParams) <= 4096);
 
 // Scratch for the chunks of multi-chunk ranges, in device memory zeroed
-// before first use: an arrival count per range of the launch (by its
-// position in FingerprintParams::ranges), then one staged ObservationSlot
-// per chunk of the launch (by FingerprintRange::first_chunk + chunk). The
-// last block to arrive for a range resets its count, so the region is ready
-// for the next execution. One launch at a time may use a region: the agent
-// gives each stream (eager launches) and each stream of each capture
-// (captured ones) a region of its own, and launches of one stream, like the
-// nodes captured from one stream, run one after another. A launch of more
-// than kScratchChunks chunks goes without.
-inline constexpr uint32_t kScratchChunks = 2048;
-inline constexpr uint64_t kScratchCountersBytes = 512;
-static_assert(kScratchCountersBytes >= kMaxRangesPerLaunch * sizeof(uint32_t));
-inline constexpr uint64_t kScratchRegionBytes = kScratchCountersBytes + uint64_t{kScratchChunks} * 128;
+// before first use: a RangeAccumulator per range of the launch (by its
+// position in FingerprintParams::ranges), then the sum and the sum of
+// squares of every chunk of the launch (two doubles, by
+// FingerprintRange::first_chunk + chunk). A block done with a chunk adds its
+// order-free figures into the accumulator with atomics, leaves its sums,
+// and counts its arrival; the block that arrives last adds the sums in the
+// contract's order, writes the range's slot and zeroes the accumulator for
+// the next execution (all zeros is the empty accumulator). One launch at a
+// time may use a region: the agent gives each stream (eager launches) and
+// each stream of each capture (captured ones) a region of its own, and
+// launches of one stream, like the nodes captured from one stream, run one
+// after another. A launch of more than kScratchChunks chunks goes without.
+struct RangeAccumulator {
+  uint32_t arrived;   // chunks done
+  uint32_t reserved;
+  uint64_t sequence;  // the range's slot, claimed by the block of its chunk 0
+  uint64_t hash, nan, pos_inf, neg_inf, zero;
+  uint64_t least;     // ~orderKey(minimum) of the chunks' minima, by atomic max
+  uint64_t greatest;  // orderKey(maximum), by atomic max
+  uint64_t first;     // ~first non-finite index, by atomic max
+};
+static_assert(sizeof(RangeAccumulator) == 80);
+inline constexpr uint32_t kScratchChunks = 4096;
+inline constexpr uint64_t kScratchSumsOffset = uint64_t{kMaxRangesPerLaunch} * sizeof(RangeAccumulator);
+inline constexpr uint64_t kScratchRegionBytes = kScratchSumsOffset + uint64_t{kScratchChunks} * 16;
+static_assert(kScratchSumsOffset % 16 == 0);
 
 // ---- the observation ring --------------------------------------------------
 
@@ -270,13 +283,20 @@ struct ObservationSlot {
 };
 static_assert(sizeof(ObservationSlot) == 128);
 
-// The commit word of slot `sequence` whose first 15 words are `words`:
-// never sequence-independent, so a slot left from an earlier lap of the ring
+// The commit word of slot `sequence` whose first 15 words are `words`: a
+// mix of each word with its position, added (so a warp computes it a word a
+// lane), and of the sequence: a slot left from an earlier lap of the ring
 // does not pass for this one, and any field not yet landed shows.
+TCGD_HOST_DEVICE constexpr uint64_t commitWord(uint32_t i, uint64_t word) {
+  return fmix64(word ^ ((uint64_t{i} + 1) * 0x9e3779b97f4a7c15ull));
+}
+TCGD_HOST_DEVICE constexpr uint64_t commitOf(uint64_t sequence, uint64_t word_sum) {
+  return fmix64(word_sum ^ ((sequence + 1) * 0xc2b2ae3d27d4eb4full));
+}
 TCGD_HOST_DEVICE constexpr uint64_t slotCommit(uint64_t sequence, const uint64_t* words) {
-  uint64_t h = fmix64((sequence + 1) * 0x9e3779b97f4a7c15ull);
-  for (int i = 0; i < 15; ++i) h = fmix64(h ^ words[i]) + static_cast<uint64_t>(i);
-  return h;
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < 15; ++i) sum += commitWord(i, words[i]);
+  return commitOf(sequence, sum);
 }
 
 inline constexpr uint64_t kNoIndex = ~uint64_t{0};

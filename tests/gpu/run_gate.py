@@ -425,8 +425,10 @@ def tensor_bench(gate, rounds, extra_rules=()):
             b = TensorBundle(str(path))
         except ValueError:
             continue
-        if any(s["capture"] > 0 for s in b.sites):
-            replay_bytes = sum(r["bytes"] for s in b.sites if s["capture"] > 0 for r in s["ranges"])
+        # The training step's graph: the bundle whose captured sites hold the
+        # most bytes (the launch loop's bundle has a small graph of its own).
+        replay_bytes = max(replay_bytes,
+                           sum(r["bytes"] for s in b.sites if s["capture"] > 0 for r in s["ranges"]))
     res["replay_bytes"] = replay_bytes
     return res
 

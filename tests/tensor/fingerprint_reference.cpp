@@ -232,8 +232,11 @@ std::vector<ObservationSlot> launchSlots(const FingerprintParams& params, uint32
                                     range.chunks, shift));
     }
     // With a scratch region the kernel combines a range's chunks into one
-    // slot; without, each chunk is a slot of its own.
-    if (params.scratch != 0 && chunks.size() > 1) {
+    // slot (when the launch's chunks fit the region); without, each chunk is
+    // a slot of its own.
+    const bool combined = params.scratch != 0 && params.total_chunks <= kScratchChunks &&
+                          range.first_chunk + range.chunks <= kScratchChunks;
+    if (combined && chunks.size() > 1) {
       out.push_back(combinedSlot(chunks));
     } else {
       out.insert(out.end(), chunks.begin(), chunks.end());
