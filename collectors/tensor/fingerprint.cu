@@ -754,7 +754,9 @@ __device__ void fingerprintChunk(const Sink& sink, const Chunk& c, uint32_t exec
   const uint64_t first_word = c.offset / 8;
   const uintptr_t address = reinterpret_cast<uintptr_t>(c.data);
   if (address % kVectorBytes == 0) {
+#ifndef TCGD_FINGERPRINT_NO_PREFETCH  // tests/tensor/fingerprint_node_bench.cu measures without
     if (c.prefetch && threadIdx.x == 0) prefetchChunk(c.data, c.bytes);
+#endif
     scanChunk<D, kUnrollOf<D>>(a, AlignedLoader{reinterpret_cast<const uint4*>(c.data)}, c.data, vectors,
                                tail, first_word);
   } else {

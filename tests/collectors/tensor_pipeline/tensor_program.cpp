@@ -5,7 +5,9 @@
 // against as "value NAME NUMBER" lines. argv[1]: "kill" SIGKILLs itself
 // after the replays (the bundle must still hold them); "no-image" makes the
 // driver refuse the fingerprint module (a device without a kernel image);
-// "manual-node" also builds a graph node by node and launches it.
+// "manual-node" also builds a graph node by node and launches it;
+// "workspace" first hands cuBLAS (a stand-in, fake_cublas.cpp) a workspace
+// and launches the kernel on it and on a pointer into it.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <signal.h>
@@ -16,6 +18,8 @@
 #include <cstring>
 
 #include "fake_cuda.h"
+
+extern "C" int cublasSetWorkspace_v2(void* handle, void* workspace, size_t bytes);
 
 namespace {
 
@@ -61,6 +65,24 @@ int main(int argc, char** argv) {
   fake_cuda_set_kernel_body(scale, scaleBody, nullptr);
   CUstream s = nullptr;
   if ((r = cuStreamCreate(&s, 0)) != CUDA_SUCCESS) return fail("cuStreamCreate", r);
+
+  if (argc > 1 && std::strcmp(argv[1], "workspace") == 0) {
+    constexpr size_t kWorkspaceBytes = 65536;
+    CUdeviceptr w = 0;
+    if ((r = cuMemAlloc_v2(&w, kWorkspaceBytes)) != CUDA_SUCCESS) return fail("cuMemAlloc workspace", r);
+    std::memset(reinterpret_cast<void*>(w), 0, kWorkspaceBytes);
+    if (cublasSetWorkspace_v2(nullptr, reinterpret_cast<void*>(w), kWorkspaceBytes) != 0)
+      return fail("cublasSetWorkspace_v2", CUDA_ERROR_UNKNOWN);
+    float one = 1.0f;
+    CUdeviceptr inside = w + 32;
+    void* at_start[] = {&w, &one};
+    void* at_inside[] = {&inside, &one};
+    if ((r = cuLaunchKernel(scale, 4, 1, 1, 256, 1, 1, 0, s, at_start, nullptr)) != CUDA_SUCCESS)
+      return fail("launch on the workspace", r);
+    if ((r = cuLaunchKernel(scale, 4, 1, 1, 256, 1, 1, 0, s, at_inside, nullptr)) != CUDA_SUCCESS)
+      return fail("launch inside the workspace", r);
+    value("workspace", w);
+  }
 
   // Eager: a *= 2.
   float by = 2.0f;

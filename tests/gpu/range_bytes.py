@@ -1,0 +1,69 @@
+"""Where a replay's fingerprinted bytes go: for the captured sites of the
+tensor bundles given (or found under the folders given), the bytes one
+replay fingerprints, the distinct ranges among them, and the ranges that take
+the most bytes, with the kernels whose arguments they are, the range's
+parameter offset and how far past the pointer the block runs. A diagnostic
+for the tensor probes' cost (docs/performance.md).
+
+    python3 tests/gpu/range_bytes.py BUNDLE_OR_DIR ... [--top N]
+"""
+import argparse
+import collections
+import pathlib
+import sys
+
+from tensor_bundle import TensorBundle
+
+
+def bundles(paths):
+    for p in map(pathlib.Path, paths):
+        if p.is_dir():
+            yield from sorted(p.rglob("*.tcgd-tensor"))
+        else:
+            yield p
+
+
+def report(path, top):
+    b = TensorBundle(str(path))
+    captured = [s for s in b.sites if s["capture"] > 0]
+    if not captured:
+        return
+    total = sum(r["bytes"] for s in captured for r in s["ranges"])
+    by_range = collections.defaultdict(lambda: {"count": 0, "kernels": collections.Counter(), "params": set()})
+    sizes = collections.Counter()
+    for s in captured:
+        name = b.kernel_name(s) or f"function {s['function']:#x}"
+        for r in s["ranges"]:
+            e = by_range[(r["ptr"], r["bytes"])]
+            e["count"] += 1
+            e["kernels"][name[:70]] += 1
+            e["params"].add(r["param"])
+            bucket = 1 << max(0, (r["bytes"] - 1).bit_length())
+            sizes[bucket] += r["bytes"]
+    distinct = sum(k[1] for k in by_range)
+    print(f"{path}: {len(captured)} captured sites, {sum(len(s['ranges']) for s in captured)} ranges, "
+          f"{total / 1e9:.3f} GB a replay, {len(by_range)} distinct ranges of {distinct / 1e9:.3f} GB")
+    print("  bytes by range size: " + ", ".join(f"<={k >> 10} KiB {v / 1e9:.3f} GB" for k, v in sorted(sizes.items())
+                                                if v > total / 100))
+    rows = sorted(by_range.items(), key=lambda kv: -kv[0][1] * kv[1]["count"])[:top]
+    for (ptr, nbytes), e in rows:
+        kernels = "; ".join(f"{n} x{c}" for n, c in e["kernels"].most_common(3))
+        print(f"  {nbytes * e['count'] / 1e9:7.3f} GB  {nbytes / 2**20:9.2f} MiB x{e['count']:<4} ptr {ptr:#x} "
+              f"params {sorted(e['params'])[:4]}  {kernels}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("paths", nargs="+")
+    ap.add_argument("--top", type=int, default=15)
+    args = ap.parse_args()
+    for path in bundles(args.paths):
+        try:
+            report(path, args.top)
+        except ValueError as e:
+            print(f"{path}: {e}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
