@@ -6,10 +6,12 @@
 // after the replays (the bundle must still hold them); "no-image" makes the
 // driver refuse the fingerprint module (a device without a kernel image);
 // "manual-node" also builds a graph node by node and launches it;
-// "workspace" first hands cuBLAS (a stand-in, fake_cublas.cpp) a workspace
+// "workspace" first hands cuBLAS (a stand-in, fake_cublas.cpp, reached
+// through a library opened with dlopen(RTLD_LOCAL) as torch is) a workspace
 // and launches the kernel on it and on a pointer into it.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,8 +20,6 @@
 #include <cstring>
 
 #include "fake_cuda.h"
-
-extern "C" int cublasSetWorkspace_v2(void* handle, void* workspace, size_t bytes);
 
 namespace {
 
@@ -71,8 +71,14 @@ int main(int argc, char** argv) {
     CUdeviceptr w = 0;
     if ((r = cuMemAlloc_v2(&w, kWorkspaceBytes)) != CUDA_SUCCESS) return fail("cuMemAlloc workspace", r);
     std::memset(reinterpret_cast<void*>(w), 0, kWorkspaceBytes);
-    if (cublasSetWorkspace_v2(nullptr, reinterpret_cast<void*>(w), kWorkspaceBytes) != 0)
-      return fail("cublasSetWorkspace_v2", CUDA_ERROR_UNKNOWN);
+    void* consumer = dlopen(CUBLAS_CONSUMER, RTLD_NOW | RTLD_LOCAL);
+    using SetFn = int (*)(void*, size_t);
+    auto set = consumer != nullptr ? reinterpret_cast<SetFn>(dlsym(consumer, "tcgdTestSetWorkspace")) : nullptr;
+    if (set == nullptr) return fail("dlopen of the cuBLAS consumer", CUDA_ERROR_NOT_FOUND);
+    if (const int status = set(reinterpret_cast<void*>(w), kWorkspaceBytes); status != 0) {
+      std::fprintf(stderr, "cublasSetWorkspace_v2 returned %d\n", status);
+      return 1;
+    }
     float one = 1.0f;
     CUdeviceptr inside = w + 32;
     void* at_start[] = {&w, &one};
