@@ -32,7 +32,6 @@ struct Settings {
   LiveMap* blocks = nullptr;
   LiveMap* driver = nullptr;
   LiveMap* segments = nullptr;
-  LiveMap* workspaces = nullptr;  // libraries' workspaces (cuBLAS)
 };
 // Valid once enabled() returned true.
 Settings& settings();

@@ -112,10 +112,6 @@ struct ProbeRule {
   ::tcgd::tensor::Dtype dtype = ::tcgd::tensor::Dtype::kUnknown;
   // copies=on|off: whether memcpy/memset destinations are probed (on).
   bool copies = true;
-  // workspaces=on|off: whether words inside a library's workspace (cuBLAS's,
-  // learnt from cublasSetWorkspace_v2 and cublasLtMatmul) are ranges (off:
-  // the workspace is scratch, left out and counted as ranges_workspace).
-  bool workspaces = false;
 
   bool argSelected(uint64_t arg) const {
     if (args.empty()) return true;
@@ -137,8 +133,7 @@ inline constexpr size_t kMaxProbeRules = 32;  // a launch's rule mask is 32 bits
 inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
-    "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
-    "workspaces=on|off "
+    "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
 
 // Parses `text` (surrounding spaces trimmed; "off" and "" give no rules).
@@ -211,9 +206,9 @@ namespace probe_rules_detail {
 
 inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations", "when",
                                              "graphs", "replays", "args",        "max-bytes",
-                                             "dtype",  "copies",      "workspaces"};
+                                             "dtype",  "copies"};
 inline constexpr const char* kKeyList =
-    "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces";
+    "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -535,12 +530,11 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
     *error = where + "unknown dtype (expected " + kDtypeList + ")";
     return false;
   }
-  // copies, workspaces
-  bool& flag = key == "copies" ? r->copies : r->workspaces;
+  // copies
   if (value == "on" || value == "1" || value == "true" || value == "yes") {
-    flag = true;
+    r->copies = true;
   } else if (value == "off" || value == "0" || value == "false" || value == "no") {
-    flag = false;
+    r->copies = false;
   } else {
     *error = where + "expected on or off";
     return false;

@@ -101,12 +101,6 @@ TEST(ProbeRules, WhatEngineersType) {
     EXPECT_EQ(p.graphs.first, 1u);
     EXPECT_EQ(p.graphs.last, 1u);
     EXPECT_FALSE(p.copies);
-    EXPECT_FALSE(p.workspaces);  // workspaces are left out unless asked for
-  }
-  {
-    const ProbeRule p = parse("fingerprint:workspaces=on").rules.at(0);
-    EXPECT_TRUE(p.workspaces);
-    EXPECT_TRUE(p.copies);
   }
 }
 
@@ -197,10 +191,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadRule{"fingerprint:kernal=~x",
                 "rule 1: unknown key 'kernal' (did you mean 'kernel'? expected one of kernel, "
-                "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces)"},
+                "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies)"},
         BadRule{"fingerprint:size=1",
                 "rule 1: unknown key 'size' (expected one of kernel, exclude, invocations, when, "
-                "graphs, replays, args, max-bytes, dtype, copies, workspaces)"},
+                "graphs, replays, args, max-bytes, dtype, copies)"},
         BadRule{"record", "rule 1: record: not available in this build (only fingerprint)"},
         BadRule{"fingerprint;print:kernel=~x",
                 "rule 2: print: not available in this build (only fingerprint)"},
