@@ -1,11 +1,12 @@
-// Reading the observation ring: the chunk partials the job's GPU wrote into
-// the channel's observation region (collectors/tensor/fingerprint_abi.h),
-// combined into observations in chunk order and batched into
-// TensorObservationBatch frames.
+// Reading the observation ring: the slots the job's GPU wrote into the
+// channel's observation region (collectors/tensor/fingerprint_abi.h), a
+// range's fingerprint each, or a chunk's partial when its launch had no
+// scratch region (combined into the range's here, in combineChunks's order),
+// batched into TensorObservationBatch frames.
 //
-// The ring is in host memory the GPU writes across the bus: a slot is
-// whole once its commit word checks its sequence and fields (slotCommit). Slots are read in
-// sequence order; the consumer position is written back after each pass so
+// The ring is in host memory the GPU writes across the bus: a slot is whole
+// once its commit word checks its sequence and fields (slotCommit), whatever
+// order the GPU's plain stores landed in. Slots are read in sequence order; the consumer position is written back after each pass so
 // the GPU may reuse them. While the job lives a slot not yet committed is
 // waited for (a block is between its claim and its commit); once the job is
 // gone, finish() skips such holes (the GPU died mid-write) and reads what
@@ -65,7 +66,7 @@ class ObservationDrain {
   uint64_t incomplete_ = 0;
   uint64_t holes_ = 0;
   // Partials of observations whose chunks have not all arrived, with their
-  // sequences; combined in chunk order when the last one comes.
+  // sequences; combined (combineChunks) when the last one comes.
   struct Pending {
     std::vector<::tcgd::tensor::ObservationSlot> slots;
     std::vector<uint64_t> sequences;
