@@ -14,7 +14,7 @@
 //   value  := "off" | "" | rule { ";" rule } [ ";" ]
 //   rule   := ACTION [ ":" item { "," item } ]
 //   item   := KEY "=" VALUE | INDEX            (an INDEX continues args=)
-//   ACTION := fingerprint                      (record, print, check: later)
+//   ACTION := fingerprint | print              (record, check: later)
 //
 // Spaces around separators are ignored. Inside a VALUE, "\," and "\;" stand
 // for a literal ',' and ';' (a regex over demangled names meets ", " in
@@ -56,8 +56,10 @@ namespace tcgd::collectors::tensor {
 enum class ProbeAction : uint8_t {
   kFingerprint = 0,
   // Accepted by the syntax, refused by this build with a clear message until
-  // their issue lands (the rule syntax leaves room for them):
+  // they land (the rule syntax leaves room for them):
   kRecord = 1,
+  // Fingerprints, and tcgd-recorder prints a line per observation
+  // (tools/recorder/tensor_printer.h).
   kPrint = 2,
   kCheck = 3,
 };
@@ -112,6 +114,11 @@ struct ProbeRule {
   ::tcgd::tensor::Dtype dtype = ::tcgd::tensor::Dtype::kUnknown;
   // copies=on|off: whether memcpy/memset destinations are probed (on).
   bool copies = true;
+  // print only: every=N prints executions (replays) 0, N, 2N, ... of a
+  // captured site and invocations 0, N, 2N, ... of an eager launch (1);
+  // lines=N is the rule's budget of printed lines (200).
+  uint64_t every = 1;
+  uint64_t lines = 200;
 
   bool argSelected(uint64_t arg) const {
     if (args.empty()) return true;
@@ -133,7 +140,8 @@ inline constexpr size_t kMaxProbeRules = 32;  // a launch's rule mask is 32 bits
 inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
-    "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off "
+    "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off; "
+    "print[:KEY=VALUE,...] takes the same keys and every=N, lines=N "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
 
 // Parses `text` (surrounding spaces trimmed; "off" and "" give no rules).
@@ -206,9 +214,9 @@ namespace probe_rules_detail {
 
 inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations", "when",
                                              "graphs", "replays", "args",        "max-bytes",
-                                             "dtype",  "copies"};
+                                             "dtype",  "copies",      "every",     "lines"};
 inline constexpr const char* kKeyList =
-    "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies";
+    "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, every, lines";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -510,6 +518,20 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
     r->args.push_back(a);
     return true;
   }
+  if (key == "every" || key == "lines") {
+    if (r->action != ProbeAction::kPrint) {
+      *error = std::string(key) + "= is an option of print (print:" + std::string(key) + "=N)";
+      return false;
+    }
+    uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n == 0 || n > 1000000000) {
+      *error = where + "expected an integer between 1 and 1000000000";
+      return false;
+    }
+    (key == "every" ? r->every : r->lines) = n;
+    return true;
+  }
   if (key == "max-bytes") {
     if (!byteCount(value, &r->max_bytes, &why)) {
       *error = where + why;
@@ -566,11 +588,11 @@ inline bool parseRule(std::string_view text, ProbeRule* r, std::string* error) {
              "expected fingerprint, or off alone)";
     return false;
   }
-  if (a != 0) {
-    *error = std::string(action) + ": not available in this build (only fingerprint)";
+  if (a != 0 && a != static_cast<size_t>(ProbeAction::kPrint)) {
+    *error = std::string(action) + ": not available in this build (fingerprint and print are)";
     return false;
   }
-  r->action = ProbeAction::kFingerprint;
+  r->action = static_cast<ProbeAction>(a);
   if (colon == std::string_view::npos) return true;
   const std::string_view conditions = trim(text.substr(colon + 1));
   if (conditions.empty()) {

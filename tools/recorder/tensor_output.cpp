@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "collectors/record_types.h"
@@ -96,6 +97,19 @@ Status TensorOutput::open(const std::string& dir, const std::string& base,
   out_ = std::make_unique<BundleOutput>(&writer_);
   out_->writeHeader(header);
   active_ = true;
+  // Print rules: the job parsed the same text (a site's rule indexes them).
+  if (auto it = header.config().find("TCGD_TENSOR"); it != header.config().end()) {
+    collectors::tensor::ProbeRules rules;
+    if (collectors::tensor::parseProbeRules(it->second, &rules)) {
+      auto printer = std::make_unique<TensorPrinter>(std::move(rules.rules), [](std::string_view line) {
+        // The recorder's standard error is the job's: the lines show where
+        // the job's own output does.
+        std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+        std::fflush(stderr);
+      });
+      if (printer->active()) printer_ = std::move(printer);
+    }
+  }
   return Status::ok();
 }
 
@@ -140,8 +154,10 @@ void TensorOutput::siteRecord(uint64_t sequence, const channel::Record& r) {
   const proto::SiteBlobView view(it->second.data(), it->second.size());
   if (view.valid()) {
     if (sites_frame_.tensor_sites().sites_size() == 0) sites_opened_ns_ = r.time_ns;
-    fillSite(sequence, r, view, sites_frame_.mutable_tensor_sites()->add_sites());
+    bundle::TensorSite* site = sites_frame_.mutable_tensor_sites()->add_sites();
+    fillSite(sequence, r, view, site);
     ++sites_written_;
+    if (printer_ != nullptr) printer_->site(*site);
   } else {
     ++bad_site_blobs_;
   }
@@ -169,6 +185,7 @@ void TensorOutput::kernelRecord(const channel::Record& r) {
   k->set_family(static_cast<uint32_t>((r.a[3] >> 24) & 0xff));
   k->set_rules(static_cast<uint32_t>(r.a[3] >> 32));
   k->set_param_status(static_cast<uint32_t>(r.a[4]));
+  if (printer_ != nullptr) printer_->kernel(k->function(), k->name());
   // Sites of this kernel follow it, so its frame goes before theirs.
   flushSites();
   out_->flushEvents();
@@ -208,11 +225,19 @@ void TensorOutput::flushObservations() {
   observations_frame_.mutable_tensor_observations()->Clear();
 }
 
+size_t TensorOutput::drainObservations() {
+  bundle::TensorObservationBatch* batch = observations_frame_.mutable_tensor_observations();
+  const int before = batch->site_size();
+  const size_t read = drain_.drain(batch);
+  if (printer_ != nullptr) printer_->observations(*batch, before);
+  return read;
+}
+
 size_t TensorOutput::poll(uint64_t now_ns, uint64_t max_age_ns) {
   if (!active_) return 0;
   bundle::TensorObservationBatch* batch = observations_frame_.mutable_tensor_observations();
   const int before = batch->site_size();
-  const size_t read = drain_.drain(batch);
+  const size_t read = drainObservations();
   if (before == 0 && batch->site_size() != 0) observations_opened_ns_ = now_ns;
   if (static_cast<size_t>(batch->site_size()) >= kObservationBatch ||
       (batch->site_size() != 0 && now_ns - observations_opened_ns_ >= max_age_ns))
@@ -242,6 +267,7 @@ void TensorOutput::writeCounters(uint64_t point_ordinal, bool final) {
   }
   if (bad_site_blobs_ != 0) skipped["site_blob_lost"] = bad_site_blobs_;
   if (drain_.holes() != 0) skipped["slots_torn"] = drain_.holes();
+  if (printer_ != nullptr && printer_->lost() != 0) skipped["print_lost"] = printer_->lost();
   out_->writeFrame(frame);
 }
 
@@ -256,13 +282,18 @@ Status TensorOutput::finish(const channel::ChannelHeader& channel,
   uint64_t quiet_since = start;
   for (;;) {
     const uint64_t now = channel::monotonicNowNs();
-    if (drain_.drain(batch) != 0) quiet_since = now;
+    if (drainObservations() != 0) quiet_since = now;
     if (now - quiet_since >= kQuietNs || now - start >= kFinishBudgetNs) break;
     timespec tick{0, 2'000'000};
     nanosleep(&tick, nullptr);
   }
+  const int before = batch->site_size();
   drain_.finish(batch);
   flushSites();
+  if (printer_ != nullptr) {
+    printer_->observations(*batch, before);
+    printer_->finish();
+  }
   flushObservations();
   writeCounters(0, true);
   bundle::Trailer trailer;

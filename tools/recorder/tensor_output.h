@@ -23,6 +23,7 @@
 #include "observation_drain.h"
 #include "record_counts.h"
 #include "tcgd/bundle.pb.h"
+#include "tensor_printer.h"
 
 namespace tcgd::recorder {
 
@@ -67,6 +68,8 @@ class TensorOutput {
   void kernelRecord(const channel::Record& r);
   void flushSites();
   void flushObservations();
+  // Drains the ring into the open batch and shows the new rows to the printer.
+  size_t drainObservations();
   void writeCounters(uint64_t point_ordinal, bool final);
 
   channel::Channel* channel_;
@@ -75,6 +78,8 @@ class TensorOutput {
   std::unique_ptr<BundleOutput> out_;
   bool active_ = false;
   RecordCounts counts_;
+  // TCGD_TENSOR's print rules (null when none prints).
+  std::unique_ptr<TensorPrinter> printer_;
   // Blobs a later record reads: site descriptions (until their record),
   // strings (kernel names) and layouts, by id.
   std::unordered_map<uint64_t, std::string> sites_pending_;

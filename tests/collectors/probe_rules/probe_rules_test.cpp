@@ -104,6 +104,20 @@ TEST(ProbeRules, WhatEngineersType) {
   }
 }
 
+TEST(ProbeRules, PrintTakesEveryAndLinesBesideTheSameKeys) {
+  const ProbeRules r = parse("fingerprint:kernel=~gemm;print:kernel=~softmax,when=capture,every=10,lines=5;print");
+  ASSERT_EQ(r.rules.size(), 3u);
+  EXPECT_EQ(r.rules[0].action, ProbeAction::kFingerprint);
+  EXPECT_EQ(r.rules[1].action, ProbeAction::kPrint);
+  EXPECT_EQ(r.rules[1].kernel, "softmax");
+  EXPECT_EQ(r.rules[1].when, ProbeWhen::kCapture);
+  EXPECT_EQ(r.rules[1].every, 10u);
+  EXPECT_EQ(r.rules[1].lines, 5u);
+  EXPECT_EQ(r.rules[2].action, ProbeAction::kPrint);
+  EXPECT_EQ(r.rules[2].every, 1u);
+  EXPECT_EQ(r.rules[2].lines, 200u);
+}
+
 TEST(ProbeRules, ArgsListContinuesOverCommas) {
   const ProbeRule p = parse("fingerprint:args=0,2-3,7-,max-bytes=1G").rules.at(0);
   ASSERT_EQ(p.args.size(), 3u);
@@ -191,14 +205,17 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadRule{"fingerprint:kernal=~x",
                 "rule 1: unknown key 'kernal' (did you mean 'kernel'? expected one of kernel, "
-                "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies)"},
+                "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, every, lines)"},
         BadRule{"fingerprint:size=1",
                 "rule 1: unknown key 'size' (expected one of kernel, exclude, invocations, when, "
-                "graphs, replays, args, max-bytes, dtype, copies)"},
-        BadRule{"record", "rule 1: record: not available in this build (only fingerprint)"},
-        BadRule{"fingerprint;print:kernel=~x",
-                "rule 2: print: not available in this build (only fingerprint)"},
-        BadRule{"check:kernel=~x", "rule 1: check: not available in this build (only fingerprint)"},
+                "graphs, replays, args, max-bytes, dtype, copies, every, lines)"},
+        BadRule{"record", "rule 1: record: not available in this build (fingerprint and print are)"},
+        BadRule{"fingerprint;check:kernel=~x",
+                "rule 2: check: not available in this build (fingerprint and print are)"},
+        BadRule{"fingerprint:every=2", "rule 1: every= is an option of print (print:every=N)"},
+        BadRule{"print:lines=0", "rule 1: lines=0: expected an integer between 1 and 1000000000"},
+        BadRule{"print:every=x", "rule 1: every=x: expected an integer between 1 and 1000000000"},
+        BadRule{"check:kernel=~x", "rule 1: check: not available in this build (fingerprint and print are)"},
         BadRule{"fingerprnt",
                 "rule 1: unknown action 'fingerprnt' (did you mean 'fingerprint'? expected "
                 "fingerprint, or off alone)"},

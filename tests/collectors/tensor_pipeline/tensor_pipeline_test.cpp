@@ -360,6 +360,34 @@ TEST_F(TensorPipeline, AGraphBuiltNodeByNodeIsReportedAsNotProbed) {
   EXPECT_EQ(b.sites.size(), 3u);  // the captured ones, as without it
 }
 
+// print: the recorder writes a line per observation to the job's stderr,
+// with the values' statistics, eagerly and for every replay.
+TEST_F(TensorPipeline, PrintWritesALinePerObservationToTheJobsStderr) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "print:kernel=scale");
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  std::vector<std::string> printed;
+  for (const std::string& line : run.result.errLines())
+    if (line.rfind("tcgd print: ", 0) == 0) printed.push_back(line);
+  ASSERT_EQ(printed.size(), 4u) << run.result.err;
+  // a[i] = 2i after the eager launch; b = 3^(k+1) after replay k.
+  EXPECT_EQ(printed[0].rfind("tcgd print: scale<float> #0 eager arg 0 float32 x1024: min 0 max 2046 mean 1023 ", 0),
+            0u)
+      << printed[0];
+  for (int k = 0; k < 3; ++k) {
+    const std::string value = std::to_string(k == 0 ? 3 : k == 1 ? 9 : 27);
+    const std::string want = "tcgd print: scale<float> #1 graph 0 replay " + std::to_string(k) +
+                             " arg 0 float32 x1024: min " + value + " max " + value;
+    EXPECT_NE(std::find_if(printed.begin(), printed.end(),
+                           [&](const std::string& l) { return l.rfind(want, 0) == 0; }),
+              printed.end())
+        << want << "\n" << run.result.err;
+  }
+  // The bundle holds what a fingerprint rule would have recorded.
+  const TensorBundle b = readTensorBundle(run.tensor_bundle);
+  EXPECT_EQ(b.observations.size(), 4u);
+}
+
 TEST_F(TensorPipeline, WithoutTensorRulesNoTensorBundleIsWritten) {
   TempDir dir;
   const ProgramRun run = runUnderAgent(dir, "off");
