@@ -66,6 +66,29 @@ TCGD_HOST_DEVICE constexpr uint32_t dtypeBytes(Dtype d) {
   }
 }
 
+// The dtype's name as torch spells it without "torch." ("float32", ...,
+// "float8_e4m3fn"); "unknown" for kUnknown and anything beyond the enum.
+TCGD_HOST_DEVICE constexpr const char* dtypeName(Dtype d) {
+  switch (d) {
+    case Dtype::kFloat32: return "float32";
+    case Dtype::kFloat16: return "float16";
+    case Dtype::kBFloat16: return "bfloat16";
+    case Dtype::kFloat64: return "float64";
+    case Dtype::kInt8: return "int8";
+    case Dtype::kUInt8: return "uint8";
+    case Dtype::kInt16: return "int16";
+    case Dtype::kInt32: return "int32";
+    case Dtype::kInt64: return "int64";
+    case Dtype::kBool: return "bool";
+    case Dtype::kFloat8E4M3: return "float8_e4m3fn";
+    case Dtype::kFloat8E5M2: return "float8_e5m2";
+    case Dtype::kUInt16: return "uint16";
+    case Dtype::kUInt32: return "uint32";
+    case Dtype::kUInt64: return "uint64";
+    default: return "unknown";
+  }
+}
+
 TCGD_HOST_DEVICE constexpr bool dtypeIsFloat(Dtype d) {
   return d == Dtype::kFloat32 || d == Dtype::kFloat16 || d == Dtype::kBFloat16 ||
          d == Dtype::kFloat64 || d == Dtype::kFloat8E4M3 || d == Dtype::kFloat8E5M2;

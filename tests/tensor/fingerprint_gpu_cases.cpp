@@ -23,13 +23,6 @@ void eagerCase(Ring& ring, const std::string& group, const std::string& name, co
   report(group, name, ok, ok ? std::to_string(got.size()) + " slots" : error);
 }
 
-const char* dtypeName(Dtype d) {
-  static const char* const kNames[] = {"unknown", "float32", "float16", "bfloat16", "float64", "int8",
-                                       "uint8",   "int16",   "int32",   "int64",    "bool",    "fp8e4m3",
-                                       "fp8e5m2", "uint16",  "uint32",  "uint64"};
-  return kNames[static_cast<int>(d)];
-}
-
 void fill(uint8_t* p, size_t bytes, Dtype d, double special, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> unit(0, 1);

@@ -17,8 +17,6 @@ void report(const std::string& group, const std::string& name, bool ok, const st
 // Appended to every group name while set (the second pass's "/chunks").
 extern std::string group_suffix;
 
-const char* dtypeName(Dtype d);
-
 // Random elements of `d`; for floats finite unless picked (rate `special`)
 // for one of the special values (NaN payloads, +-Inf, +-0, subnormals, extremes).
 void fill(uint8_t* p, size_t bytes, Dtype d, double special, uint64_t seed);

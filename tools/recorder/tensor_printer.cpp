@@ -12,27 +12,6 @@ namespace {
 
 using ::tcgd::tensor::Dtype;
 
-const char* dtypeName(uint32_t d) {
-  switch (static_cast<Dtype>(d)) {
-    case Dtype::kFloat32: return "float32";
-    case Dtype::kFloat16: return "float16";
-    case Dtype::kBFloat16: return "bfloat16";
-    case Dtype::kFloat64: return "float64";
-    case Dtype::kInt8: return "int8";
-    case Dtype::kUInt8: return "uint8";
-    case Dtype::kInt16: return "int16";
-    case Dtype::kInt32: return "int32";
-    case Dtype::kInt64: return "int64";
-    case Dtype::kBool: return "bool";
-    case Dtype::kFloat8E4M3: return "float8_e4m3fn";
-    case Dtype::kFloat8E5M2: return "float8_e5m2";
-    case Dtype::kUInt16: return "uint16";
-    case Dtype::kUInt32: return "uint32";
-    case Dtype::kUInt64: return "uint64";
-    default: return "bytes";
-  }
-}
-
 void append(std::string* s, const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
@@ -53,7 +32,7 @@ std::string printLine(std::string_view kernel, uint64_t invocation, uint32_t cap
   s += param < 0 ? std::string(" dst") : " arg " + std::to_string(param);
   const bool stats = (flags & ::tcgd::tensor::kObservationHashOnly) == 0;
   s += " ";
-  s += stats ? dtypeName(dtype) : "bytes";
+  s += stats ? ::tcgd::tensor::dtypeName(static_cast<Dtype>(dtype)) : "bytes";
   s += " x" + std::to_string(elements) + ":";
   if (stats) {
     const uint64_t finite = elements - nan - pos_inf - neg_inf;

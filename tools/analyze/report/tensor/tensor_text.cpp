@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "collectors/tensor/fingerprint_abi.h"
 #include "report/format.h"
 #include "report/report_output.h"
 #include "tensor/params.h"
@@ -77,12 +78,7 @@ std::string countText(const Fingerprint& f, uint32_t count) {
   return std::to_string(count);
 }
 
-const char* dtypeName(uint8_t dtype) {
-  static constexpr const char* kNames[] = {"unknown", "float32", "float16", "bfloat16", "float64", "int8",
-                                           "uint8",   "int16",   "int32",   "int64",    "bool",    "float8_e4m3fn",
-                                           "float8_e5m2", "uint16", "uint32", "uint64"};
-  return dtype < std::size(kNames) ? kNames[dtype] : "unknown";
-}
+const char* dtypeName(uint8_t dtype) { return ::tcgd::tensor::dtypeName(static_cast<::tcgd::tensor::Dtype>(dtype)); }
 
 const std::string& kernelName(const TensorRun& run, uint32_t launch) { return run.kernelOf(run.launches()[launch]).short_name; }
 

@@ -572,26 +572,7 @@ const char* dtypePolicyName(DtypePolicy policy) { return policy == DtypePolicy::
 const char* shapePolicyName(ShapePolicy policy) { return policy == ShapePolicy::kStrict ? "strict" : "flatten"; }
 const char* layoutPolicyName(LayoutPolicy policy) { return policy == LayoutPolicy::kStrict ? "strict" : "ignore"; }
 
-const char* elementDtypeName(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::kFloat32: return "float32";
-    case Dtype::kFloat16: return "float16";
-    case Dtype::kBFloat16: return "bfloat16";
-    case Dtype::kFloat64: return "float64";
-    case Dtype::kInt8: return "int8";
-    case Dtype::kUInt8: return "uint8";
-    case Dtype::kInt16: return "int16";
-    case Dtype::kInt32: return "int32";
-    case Dtype::kInt64: return "int64";
-    case Dtype::kBool: return "bool";
-    case Dtype::kFloat8E4M3: return "float8_e4m3fn";
-    case Dtype::kFloat8E5M2: return "float8_e5m2";
-    case Dtype::kUInt16: return "uint16";
-    case Dtype::kUInt32: return "uint32";
-    case Dtype::kUInt64: return "uint64";
-    default: return "unknown";
-  }
-}
+const char* elementDtypeName(Dtype dtype) { return ::tcgd::tensor::dtypeName(dtype); }
 
 const char* elementStatusName(ElementStatus status) {
   switch (status) {
