@@ -1,10 +1,11 @@
-// tcgd's fingerprint kernel: one ObservationSlot per chunk of each range of
-// a launch (collectors/tensor/fingerprint_abi.h is the contract; docs/
-// tensor.md, "Fingerprints", the prose). nvcc compiles it into the fatbin
-// that libtcgd.so embeds (collectors/tensor/fingerprint.cmake).
+// tcgd's fingerprint kernel: one ObservationSlot per range of a launch, or
+// per chunk of it when the launch has no scratch region
+// (collectors/tensor/fingerprint_abi.h is the contract; docs/tensor.md,
+// "How it works", the prose). nvcc compiles it into the fatbin that
+// libtcgd.so embeds (collectors/tensor/fingerprint.cmake).
 //
-// One block of kFingerprintBlockThreads threads reduces one chunk (16 to
-// 256 KiB, by the range's length: fingerprint_abi.h, chunkShiftFor) at a
+// One block of kFingerprintBlockThreads threads reduces one chunk (16 KiB to
+// 2 MiB, by the range's length: fingerprint_abi.h, chunkShiftFor) at a
 // time. The work is a stream of 16-byte loads: each thread takes vectors
 // t, t + 256, ... (coalesced), kUnroll of them in flight (half as many for
 // byte-sized integers), and per vector adds two word hashes (the ALU's main
@@ -14,15 +15,16 @@
 // figure is exact and order-free.
 //
 // A range of several chunks is spread over as many blocks. With a scratch
-// region (fingerprint_abi.h) each of them leaves its chunk's partial there
-// and counts its arrival; the block that arrives last combines the range's
-// partials (one warp, the contract's order) and writes the range's one slot.
-// Without one, each chunk writes its own slot. A slot is claimed with two
-// atomic additions (fingerprint_claim.h) by the last warp while the others
-// load (or by the combining warp), and written with plain stores and a
-// checked commit word: no system-scope fence. After one barrier per chunk,
-// warp 0 alone finishes the reduction and writes the slot or the partial
-// while the other warps start on the block's next chunk.
+// region each of them adds its chunk's order-free figures into the range's
+// accumulator there (atomics), leaves its sums beside it and counts its
+// arrival; the block that arrives last adds the sums (one warp, the
+// contract's order) and writes the range's one slot. Without one, each chunk
+// writes its own slot. A slot is claimed with two atomic additions
+// (fingerprint_claim.h) by the last warp while the others load (for a
+// combined range, by the block of its chunk 0), and written with plain
+// stores and a checked commit word: no system-scope fence. After one barrier
+// per chunk, warp 0 alone finishes the reduction and writes the slot or the
+// partial while the other warps start on the block's next chunk.
 //
 // A captured launch reads its execution count (the replay index) in thread 0
 // without waiting for it: the loads of the chunk go first, and only a launch
