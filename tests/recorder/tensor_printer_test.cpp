@@ -80,7 +80,7 @@ TEST(TensorPrinter, OnlyPrintRulesPrintAndObservationsWaitForTheirSite) {
   observe(&b, 8, 0);  // a fingerprint rule's site
   p.observations(b, 0);
   EXPECT_TRUE(out.lines.empty());
-  p.site(site(8, 0, 0, 0));
+  p.site(site(8, 0, 1, 0));  // captured: its replays keep coming
   p.site(site(7, 1, 1, 5));
   ASSERT_EQ(out.lines.size(), 1u);
   EXPECT_EQ(out.lines[0].rfind("tcgd print: scale<float> #5 graph 0 replay 0 arg 1 float32 x4:", 0), 0u)
@@ -117,6 +117,34 @@ TEST(TensorPrinter, EveryAndLinesThrottle) {
   }
   q.observations(e, 0);
   EXPECT_EQ(eager.lines.size(), 2u);
+}
+
+// Long runs: an eager site is forgotten once its range came, whatever its
+// rule; a captured one stays (every replay observes it again), and the
+// replays of another rule's captured site never wait.
+TEST(TensorPrinter, MemoryStaysBounded) {
+  Printed out;
+  TensorPrinter p(rules("fingerprint:kernel=~gemm;print:lines=100000").rules, out.sink());
+  bundle::TensorObservationBatch b;
+  for (uint64_t id = 1; id <= 10000; ++id) {
+    p.site(site(id, id % 2, 0, id));  // odd ids: print sites; even ones: the fingerprint rule's
+    observe(&b, id, 0);
+  }
+  p.observations(b, 0);
+  EXPECT_EQ(out.lines.size(), 5000u);
+  EXPECT_EQ(p.sitesKept(), 0u);
+  p.site(site(20001, 1, 1, 0));  // captured, printing
+  p.site(site(20002, 0, 1, 0));  // captured, the fingerprint rule's
+  bundle::TensorObservationBatch c;
+  for (uint32_t replay = 0; replay < 100; ++replay) {
+    observe(&c, 20001, replay);
+    observe(&c, 20002, replay);
+  }
+  p.observations(c, 0);
+  EXPECT_EQ(out.lines.size(), 5100u);
+  EXPECT_EQ(p.sitesKept(), 2u);
+  p.finish();
+  EXPECT_EQ(p.lost(), 0u);
 }
 
 TEST(TensorPrinter, WithoutPrintRulesNothingIsKept) {

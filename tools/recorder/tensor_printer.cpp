@@ -76,26 +76,39 @@ void TensorPrinter::kernel(uint64_t function, std::string_view mangled_name) {
 void TensorPrinter::site(const bundle::TensorSite& s) {
   if (!active_) return;
   const uint32_t rule = s.rule();
-  if (rule >= rules_.size() || !rules_[rule].print) {
-    other_sites_[s.site()] = true;
-    if (auto w = waiting_.find(s.site()); w != waiting_.end()) {
-      waiting_count_ -= w->second.size();
-      waiting_.erase(w);
-    }
-    return;
+  auto w = waiting_.find(s.site());
+  std::vector<Row> rows;
+  if (w != waiting_.end()) {
+    rows = std::move(w->second);
+    waiting_count_ -= rows.size();
+    waiting_.erase(w);
   }
-  Site& site = sites_[s.site()];
+  auto [at, added] = sites_.try_emplace(s.site());
+  Site& site = at->second;
+  site.print = rule < rules_.size() && rules_[rule].print;
   site.rule = rule;
   site.function = s.function();
   site.invocation = s.invocation();
   site.capture = s.capture();
   site.params.clear();
-  for (const bundle::TensorRange& r : s.ranges()) site.params.push_back(r.param());
-  if (auto w = waiting_.find(s.site()); w != waiting_.end()) {
-    for (const Row& row : w->second) print(site, row);
-    waiting_count_ -= w->second.size();
-    waiting_.erase(w);
+  if (site.print)
+    for (const bundle::TensorRange& r : s.ranges()) site.params.push_back(r.param());
+  site.unseen = static_cast<size_t>(s.ranges_size());
+  if (site.capture == 0 && site.unseen == 0) {
+    sites_.erase(at);
+    return;
   }
+  const bool eager = site.capture == 0;
+  size_t left = site.unseen;
+  for (const Row& row : rows) {
+    take(at, row);
+    if (eager && --left == 0) return;  // take forgot the site
+  }
+}
+
+void TensorPrinter::take(std::unordered_map<uint64_t, Site>::iterator at, const Row& row) {
+  if (at->second.print) print(at->second, row);
+  if (at->second.capture == 0 && --at->second.unseen == 0) sites_.erase(at);
 }
 
 void TensorPrinter::observations(const bundle::TensorObservationBatch& b, int from) {
@@ -103,7 +116,7 @@ void TensorPrinter::observations(const bundle::TensorObservationBatch& b, int fr
   for (int i = from; i < b.site_size(); ++i) {
     Row row;
     row.site = b.site(i);
-    if (other_sites_.count(row.site) != 0) continue;
+    auto s = sites_.find(row.site);
     row.exec = b.exec(i);
     row.range = b.range(i);
     row.dtype = b.dtype(i);
@@ -118,8 +131,8 @@ void TensorPrinter::observations(const bundle::TensorObservationBatch& b, int fr
     row.maximum = b.maximum(i);
     row.sum = b.sum(i);
     row.sum_squares = b.sum_squares(i);
-    if (auto s = sites_.find(row.site); s != sites_.end()) {
-      print(s->second, row);
+    if (s != sites_.end()) {
+      take(s, row);
     } else if (waiting_count_ < kMaxWaiting) {
       waiting_[row.site].push_back(row);
       ++waiting_count_;

@@ -13,6 +13,11 @@
 // bundle only. Observations often arrive before the description of their
 // launch (the GPU and the host reach the recorder by different paths): they
 // wait, up to kMaxWaiting of them, for it.
+//
+// Memory stays bounded on long runs: every site is kept until its
+// observations cannot come any more, which for an eager launch is once each
+// of its ranges has had one; a captured site (one per node of a graph)
+// stays, since each replay observes it again.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +49,8 @@ class TensorPrinter {
   void observations(const bundle::TensorObservationBatch& batch, int from);
   // Observations still waiting for a site that never came.
   uint64_t lost() const { return lost_; }
+  // Sites kept (an eager one until all its ranges came).
+  size_t sitesKept() const { return sites_.size(); }
   void finish();
 
  private:
@@ -54,11 +61,13 @@ class TensorPrinter {
     double minimum = 0, maximum = 0, sum = 0, sum_squares = 0;
   };
   struct Site {
+    bool print = false;  // its rule prints (else its observations are passed over)
     uint32_t rule = 0;
     uint64_t function = 0;
     uint64_t invocation = 0;
     uint32_t capture = 0;  // capture ordinal + 1; 0 eager
     std::vector<int32_t> params;  // each range's parameter (-1: a copy's or set's destination)
+    size_t unseen = 0;            // eager: ranges whose observation has not come yet
   };
   struct RuleState {
     bool print = false;
@@ -69,13 +78,15 @@ class TensorPrinter {
   };
 
   void print(const Site& site, const Row& row);
+  // Prints `row` of the site `at` if its rule prints, and forgets an eager
+  // site once all its ranges came.
+  void take(std::unordered_map<uint64_t, Site>::iterator at, const Row& row);
 
   bool active_ = false;
   std::vector<RuleState> rules_;
   Sink sink_;
   std::unordered_map<uint64_t, std::string> names_;  // function -> short name
-  std::unordered_map<uint64_t, Site> sites_;          // print sites only
-  std::unordered_map<uint64_t, bool> other_sites_;    // sites seen whose rule does not print
+  std::unordered_map<uint64_t, Site> sites_;  // eager ones until all their ranges came
   std::unordered_map<uint64_t, std::vector<Row>> waiting_;
   size_t waiting_count_ = 0;
   uint64_t lost_ = 0;
