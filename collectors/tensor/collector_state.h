@@ -32,6 +32,7 @@ struct Settings {
   LiveMap* blocks = nullptr;
   LiveMap* driver = nullptr;
   LiveMap* segments = nullptr;
+  LiveMap* workspaces = nullptr;  // libraries' workspaces (cuBLAS)
 };
 // Valid once enabled() returned true.
 Settings& settings();

@@ -37,6 +37,14 @@ int findRange(const ScanResult& out, uint64_t ptr) {
   return -1;
 }
 
+// Inside a library's workspace (its scratch: cuBLAS hands every GEMM its
+// whole 32 MiB workspace, and pointers into it, which would make most of a
+// training step's fingerprinted bytes; docs/tensor.md, "Workspaces").
+bool inWorkspace(uint64_t word, const LiveMaps& maps) {
+  LiveMap::Hit hit;
+  return maps.workspaces != nullptr && maps.workspaces->find(word, &hit);
+}
+
 void addPointer(uint32_t offset, uint32_t range, const ScanLimits& limits, ScanResult* out) {
   if (out->pointer_count >= limits.max_pointers) return;
   out->pointers[out->pointer_count++] = SiteBlobPointer{offset, static_cast<uint16_t>(range), 0};
@@ -57,6 +65,10 @@ void scanParameter(const uint8_t* params, uint32_t offset, uint32_t size, int16_
     LiveMap::Hit hit;
     RangeSource source;
     if (word == 0 || !lookUp(word, maps, &hit, &source)) continue;
+    if (inWorkspace(word, maps)) {
+      ++out->ranges_workspace;
+      continue;
+    }
     const int known = findRange(*out, word);
     if (known >= 0) {
       addPointer(at, static_cast<uint32_t>(known), limits, out);
@@ -90,6 +102,10 @@ bool destinationRange(uint64_t dst, uint64_t bytes, const LiveMaps& maps, bool r
   RangeSource source;
   const bool known = dst != 0 && lookUp(dst, maps, &hit, &source);
   if (!known && require_known) return false;
+  if (known && inWorkspace(dst, maps)) {
+    ++out->ranges_workspace;
+    return true;
+  }
   if (out->range_count >= limits.max_ranges || limits.max_ranges == 0) {
     ++out->ranges_dropped;
     return true;

@@ -21,6 +21,9 @@ struct LiveMaps {
   const LiveMap* driver = nullptr;
   const LiveMap* segments = nullptr;
   bool segments_are_free_space = false;  // true once the blocks are known
+  // Scratch of libraries (cuBLAS workspaces, learnt from cublasSetWorkspace_v2
+  // and cublasLtMatmul): a word inside one names no range (nullptr: they do).
+  const LiveMap* workspaces = nullptr;
 };
 
 struct ScanLimits {
@@ -36,6 +39,7 @@ struct ScanResult {
   uint32_t pointer_count = 0;
   uint32_t ranges_dropped = 0;   // distinct pointers beyond max_ranges
   uint32_t ranges_truncated = 0; // ranges cut by max_bytes
+  uint32_t ranges_workspace = 0; // words (or destinations) inside a library's workspace, left out
 };
 
 // Which parameters to scan: `selected(arg)` for parameter index arg.

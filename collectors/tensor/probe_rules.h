@@ -119,6 +119,10 @@ struct ProbeRule {
   // lines=N is the rule's budget of printed lines (200).
   uint64_t every = 1;
   uint64_t lines = 200;
+  // workspaces=on|off: whether words inside a library's workspace (cuBLAS's,
+  // learnt from cublasSetWorkspace_v2 and cublasLtMatmul) are ranges (off:
+  // the workspace is scratch, left out and counted as ranges_workspace).
+  bool workspaces = false;
 
   bool argSelected(uint64_t arg) const {
     if (args.empty()) return true;
@@ -140,8 +144,8 @@ inline constexpr size_t kMaxProbeRules = 32;  // a launch's rule mask is 32 bits
 inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
-    "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off; "
-    "print[:KEY=VALUE,...] takes the same keys and every=N, lines=N "
+    "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
+    "workspaces=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
 
 // Parses `text` (surrounding spaces trimmed; "off" and "" give no rules).
@@ -214,9 +218,11 @@ namespace probe_rules_detail {
 
 inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations", "when",
                                              "graphs", "replays", "args",        "max-bytes",
-                                             "dtype",  "copies",      "every",     "lines"};
+                                             "dtype",  "copies",      "workspaces", "every",
+                                             "lines"};
 inline constexpr const char* kKeyList =
-    "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, every, lines";
+    "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, "
+    "every, lines";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -552,11 +558,12 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
     *error = where + "unknown dtype (expected " + kDtypeList + ")";
     return false;
   }
-  // copies
+  // copies, workspaces
+  bool& flag = key == "copies" ? r->copies : r->workspaces;
   if (value == "on" || value == "1" || value == "true" || value == "yes") {
-    r->copies = true;
+    flag = true;
   } else if (value == "off" || value == "0" || value == "false" || value == "no") {
-    r->copies = false;
+    flag = false;
   } else {
     *error = where + "expected on or off";
     return false;

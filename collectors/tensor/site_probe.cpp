@@ -334,6 +334,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   if (scan.ranges_dropped != 0)
     for (uint32_t i = 0; i < scan.ranges_dropped; ++i) count(kRangesDropped);
   for (uint32_t i = 0; i < scan.ranges_truncated; ++i) count(kRangesTruncated);
+  for (uint32_t i = 0; i < scan.ranges_workspace; ++i) count(kRangesWorkspace);
 }
 
 void resetProbesInChild() {

@@ -59,6 +59,7 @@ LiveMaps liveMaps() {
   m.blocks = settings().blocks;
   m.driver = settings().driver;
   m.segments = settings().segments;
+  m.workspaces = settings().workspaces;
   // Once PyTorch's tracker is attached, every live block is in `blocks`
   // (the attach seeds it from a snapshot), so a pointer into a segment
   // outside every block is free space, not a tensor.
@@ -131,7 +132,8 @@ bool doStart() {
   s->blocks = new LiveMap;
   s->driver = new LiveMap(LiveMap::Capacity{size_t{1} << 14, size_t{1} << 16});
   s->segments = new LiveMap(LiveMap::Capacity{size_t{1} << 15, size_t{1} << 17});
-  if (!s->blocks->valid() || !s->driver->valid() || !s->segments->valid()) {
+  s->workspaces = new LiveMap(LiveMap::Capacity{size_t{1} << 10, size_t{1} << 12});
+  if (!s->blocks->valid() || !s->driver->valid() || !s->segments->valid() || !s->workspaces->valid()) {
     agent::reportError("cannot reserve the live-allocation maps; tensor probes are off for this process");
     return false;
   }
@@ -158,10 +160,15 @@ void onAllocatorEvent(uint16_t type, uint64_t addr, uint64_t size) {
       break;
     case torchbridge::kRecordFreeCompleted:
       (void)s->blocks->erase(addr);
+      // A workspace freed (PyTorch frees cuBLAS's at every capture's start,
+      // to take a new one from the graph's pool): its memory holds tensors
+      // again.
+      (void)s->workspaces->erase(addr);
       break;
     case torchbridge::kRecordSegmentFree:
     case torchbridge::kRecordSegmentUnmap:
       s->blocks->eraseRange(addr, addr + size);
+      s->workspaces->eraseRange(addr, addr + size);
       break;
     default:
       break;
@@ -179,6 +186,7 @@ bool isAllocatorCaller(uint64_t caller) {
 }
 
 void eraseEverywhere(uint64_t start, uint64_t end) {
+  settings().workspaces->eraseRange(start, end);
   settings().driver->eraseRange(start, end);
   settings().segments->eraseRange(start, end);
   settings().blocks->eraseRange(start, end);
@@ -265,7 +273,8 @@ int kernelLaunched(const KernelLaunch& launch, CUresult result) {
   limits.max_pointers = Scratch::kMaxPointers;
   limits.max_bytes = r.max_bytes;
   const uint8_t dtype = r.dtype_given ? static_cast<uint8_t>(r.dtype) : k->dtype;
-  const LiveMaps maps = liveMaps();
+  LiveMaps maps = liveMaps();
+  if (r.workspaces) maps.workspaces = nullptr;
   if (k->param_count != 0 && launch.params != nullptr) {
     for (uint32_t i = 0; i < k->param_count; ++i) {
       if (!r.argSelected(i)) continue;
@@ -324,7 +333,9 @@ int probeDestination(uint64_t pseudo, SiteKind kind, uint64_t dst, uint64_t byte
   ScanLimits limits;
   limits.max_ranges = settings().max_ranges;
   limits.max_bytes = r.max_bytes;
-  if (!destinationRange(dst, bytes, liveMaps(), require_known, limits, &scan)) return 0;
+  LiveMaps maps = liveMaps();
+  if (r.workspaces) maps.workspaces = nullptr;
+  if (!destinationRange(dst, bytes, maps, require_known, limits, &scan)) return 0;
   if (r.dtype_given)
     for (uint32_t i = 0; i < scan.range_count; ++i) scan.ranges[i].dtype = static_cast<uint8_t>(r.dtype);
   Probe p;
@@ -404,6 +415,17 @@ int graphExecUpdated(CUresult result) {
       "cuGraphExecUpdate: an updated graph runs the probes of the graph it was updated from; their "
       "replay indices count from that graph's first replay");
   return 0;
+}
+
+void workspaceSet(uint64_t ptr, uint64_t bytes) {
+  if (ptr == 0 || bytes == 0 || !enabled()) return;
+  // Called for every GEMM (PyTorch sets the workspace each time it takes a
+  // cuBLAS handle): one lookup when the workspace is already known.
+  LiveMap& w = *settings().workspaces;
+  LiveMap::Hit hit;
+  if (w.find(ptr, &hit) && hit.start == ptr && hit.end == ptr + bytes) return;
+  w.eraseRange(ptr, ptr + bytes);
+  (void)w.insert(ptr, ptr + bytes);
 }
 
 void driverMemoryRecord(uint16_t type, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t caller) {

@@ -59,6 +59,11 @@ int captureEnded(CUstream stream, uint64_t graph, CUresult result);
 int manualKernelNode(CUresult result);
 int graphExecUpdated(CUresult result);
 
+// A library's workspace (interpose/cublas_hooks.cpp: cublasSetWorkspace_v2
+// and cublasLtMatmul's workspace argument): scratch the library's kernels
+// are handed, left out of their ranges unless a rule says workspaces=on.
+void workspaceSet(uint64_t ptr, uint64_t bytes);
+
 // Driver memory records (hooks.def, class driver_memory), by record type and
 // words, before a release is forwarded and after an allocation returned:
 // keeps the driver-allocation maps. `caller` is the record's caller word.

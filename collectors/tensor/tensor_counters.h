@@ -26,6 +26,7 @@ enum TensorCounter : uint32_t {
   kManualGraphNodes,           // kernel nodes added by cuGraphAddKernelNode (not probed)
   kGraphExecUpdates,           // cuGraphExecUpdate calls (their new nodes keep their own probes)
   kScratchNone,                // probed launches without a scratch region (a slot per chunk)
+  kRangesWorkspace,            // words inside a library's workspace, left out (workspaces=off)
   kCounterCount,
 };
 
@@ -34,6 +35,7 @@ inline constexpr const char* kTensorCounterNames[] = {
     "capture_unknown", "site_states_full",   "launch_failed",     "push_failed",
     "no_params",       "kernel_table_full",  "ranges_dropped",    "ranges_truncated",
     "manual_graph_nodes", "graph_exec_updates", "no_scratch",
+    "ranges_workspace",
 };
 static_assert(std::size(kTensorCounterNames) == kCounterCount);
 

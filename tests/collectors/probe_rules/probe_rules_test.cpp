@@ -101,6 +101,12 @@ TEST(ProbeRules, WhatEngineersType) {
     EXPECT_EQ(p.graphs.first, 1u);
     EXPECT_EQ(p.graphs.last, 1u);
     EXPECT_FALSE(p.copies);
+    EXPECT_FALSE(p.workspaces);  // workspaces are left out unless asked for
+  }
+  {
+    const ProbeRule p = parse("fingerprint:workspaces=on").rules.at(0);
+    EXPECT_TRUE(p.workspaces);
+    EXPECT_TRUE(p.copies);
   }
 }
 
@@ -205,10 +211,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadRule{"fingerprint:kernal=~x",
                 "rule 1: unknown key 'kernal' (did you mean 'kernel'? expected one of kernel, "
-                "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, every, lines)"},
+                "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, every, lines)"},
         BadRule{"fingerprint:size=1",
                 "rule 1: unknown key 'size' (expected one of kernel, exclude, invocations, when, "
-                "graphs, replays, args, max-bytes, dtype, copies, every, lines)"},
+                "graphs, replays, args, max-bytes, dtype, copies, workspaces, every, lines)"},
         BadRule{"record", "rule 1: record: not available in this build (fingerprint and print are)"},
         BadRule{"fingerprint;check:kernel=~x",
                 "rule 2: check: not available in this build (fingerprint and print are)"},

@@ -388,6 +388,39 @@ TEST_F(TensorPipeline, PrintWritesALinePerObservationToTheJobsStderr) {
   EXPECT_EQ(b.observations.size(), 4u);
 }
 
+// cuBLAS's workspace (learnt through cublasSetWorkspace_v2) is its scratch:
+// a launch's words at it or inside it name no range, and are counted;
+// workspaces=on makes them ranges again.
+TEST_F(TensorPipeline, WordsInsideCublasWorkspaceAreLeftOutUnlessAskedFor) {
+  const auto workspaceSites = [](const TensorBundle& b, uint64_t w) {
+    size_t n = 0;
+    for (const auto& s : b.sites)
+      for (const auto& r : s.ranges())
+        if (r.ptr() >= w && r.ptr() < w + 65536) ++n;
+    return n;
+  };
+  {
+    TempDir dir;
+    const ProgramRun run = runUnderAgent(dir, "fingerprint", "workspace");
+    ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+    ASSERT_TRUE(run.values.count("workspace"));
+    const TensorBundle b = readTensorBundle(run.tensor_bundle);
+    ASSERT_FALSE(b.counters.empty());
+    EXPECT_EQ(b.counters.back().skipped().at("ranges_workspace"), 2u);
+    EXPECT_EQ(workspaceSites(b, run.values.at("workspace")), 0u);
+    EXPECT_EQ(b.sites.size(), 5u);  // both launches are still sites, with no range
+  }
+  {
+    TempDir dir;
+    const ProgramRun run = runUnderAgent(dir, "fingerprint:workspaces=on", "workspace");
+    ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+    const TensorBundle b = readTensorBundle(run.tensor_bundle);
+    ASSERT_FALSE(b.counters.empty());
+    EXPECT_EQ(b.counters.back().skipped().count("ranges_workspace") ? b.counters.back().skipped().at("ranges_workspace") : 0u, 0u);
+    EXPECT_EQ(workspaceSites(b, run.values.at("workspace")), 2u);
+  }
+}
+
 TEST_F(TensorPipeline, WithoutTensorRulesNoTensorBundleIsWritten) {
   TempDir dir;
   const ProgramRun run = runUnderAgent(dir, "off");

@@ -5,9 +5,13 @@
 // against as "value NAME NUMBER" lines. argv[1]: "kill" SIGKILLs itself
 // after the replays (the bundle must still hold them); "no-image" makes the
 // driver refuse the fingerprint module (a device without a kernel image);
-// "manual-node" also builds a graph node by node and launches it.
+// "manual-node" also builds a graph node by node and launches it;
+// "workspace" first hands cuBLAS (a stand-in, fake_cublas.cpp, reached
+// through a library opened with dlopen(RTLD_LOCAL) as torch is) a workspace
+// and launches the kernel on it and on a pointer into it.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -61,6 +65,30 @@ int main(int argc, char** argv) {
   fake_cuda_set_kernel_body(scale, scaleBody, nullptr);
   CUstream s = nullptr;
   if ((r = cuStreamCreate(&s, 0)) != CUDA_SUCCESS) return fail("cuStreamCreate", r);
+
+  if (argc > 1 && std::strcmp(argv[1], "workspace") == 0) {
+    constexpr size_t kWorkspaceBytes = 65536;
+    CUdeviceptr w = 0;
+    if ((r = cuMemAlloc_v2(&w, kWorkspaceBytes)) != CUDA_SUCCESS) return fail("cuMemAlloc workspace", r);
+    std::memset(reinterpret_cast<void*>(w), 0, kWorkspaceBytes);
+    void* consumer = dlopen(CUBLAS_CONSUMER, RTLD_NOW | RTLD_LOCAL);
+    using SetFn = int (*)(void*, size_t);
+    auto set = consumer != nullptr ? reinterpret_cast<SetFn>(dlsym(consumer, "tcgdTestSetWorkspace")) : nullptr;
+    if (set == nullptr) return fail("dlopen of the cuBLAS consumer", CUDA_ERROR_NOT_FOUND);
+    if (const int status = set(reinterpret_cast<void*>(w), kWorkspaceBytes); status != 0) {
+      std::fprintf(stderr, "cublasSetWorkspace_v2 returned %d\n", status);
+      return 1;
+    }
+    float one = 1.0f;
+    CUdeviceptr inside = w + 32;
+    void* at_start[] = {&w, &one};
+    void* at_inside[] = {&inside, &one};
+    if ((r = cuLaunchKernel(scale, 4, 1, 1, 256, 1, 1, 0, s, at_start, nullptr)) != CUDA_SUCCESS)
+      return fail("launch on the workspace", r);
+    if ((r = cuLaunchKernel(scale, 4, 1, 1, 256, 1, 1, 0, s, at_inside, nullptr)) != CUDA_SUCCESS)
+      return fail("launch inside the workspace", r);
+    value("workspace", w);
+  }
 
   // Eager: a *= 2.
   float by = 2.0f;

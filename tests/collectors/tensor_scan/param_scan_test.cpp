@@ -142,5 +142,35 @@ TEST_F(ParamScan, ACopyDestinationIsItsBytesCutToItsAllocation) {
   EXPECT_EQ(ranges_[2].bytes, 64u);
 }
 
+// A library's workspace (cuBLAS's, as cublasSetWorkspace_v2 told): words at
+// it or inside it name no range and are counted; without the workspace map
+// (a rule with workspaces=on) they are ranges like any other.
+TEST_F(ParamScan, WordsInsideAWorkspaceAreLeftOutAndCounted) {
+  LiveMap workspaces;
+  ASSERT_TRUE(workspaces.insert(kBlockB, kBlockB + 4096));
+  maps_.workspaces = &workspaces;
+  put(0, kBlockA);          // a tensor
+  put(8, kBlockB);          // the workspace itself
+  put(16, kBlockB + 0x20);  // a pointer into it
+  scan(0, 24, 0);
+  ASSERT_EQ(result_.range_count, 1u);
+  EXPECT_EQ(ranges_[0].ptr, kBlockA);
+  EXPECT_EQ(result_.ranges_workspace, 2u);
+  ScanResult set;
+  std::vector<SiteBlobRange> set_ranges(4);
+  set.ranges = set_ranges.data();
+  EXPECT_TRUE(destinationRange(kBlockB + 64, 128, maps_, true, ScanLimits{}, &set));
+  EXPECT_EQ(set.range_count, 0u);
+  EXPECT_EQ(set.ranges_workspace, 1u);
+
+  maps_.workspaces = nullptr;
+  result_ = ScanResult{};
+  result_.ranges = ranges_.data();
+  result_.pointers = pointers_.data();
+  scan(0, 24, 0);
+  EXPECT_EQ(result_.range_count, 3u);
+  EXPECT_EQ(result_.ranges_workspace, 0u);
+}
+
 }  // namespace
 }  // namespace tcgd::collectors::tensor

@@ -1,0 +1,121 @@
+// cuBLAS's workspace, learnt where the job hands it over: PyTorch calls
+// cublasSetWorkspace_v2 each time it takes a cuBLAS handle (before every
+// GEMM) and passes cublasLtMatmul a workspace argument. The tensor probes
+// leave words inside a workspace out of a launch's ranges (it is the
+// library's scratch; every GEMM gets the whole 32 MiB of it and pointers
+// into it, which made most of a training step's fingerprinted bytes:
+// docs/tensor.md, "Workspaces").
+//
+// Not in hooks.def: these are cuBLAS's entry points, not the driver's or the
+// runtime's, reached only through the dynamic linker (libtorch_cuda.so links
+// libcublas.so and libcublasLt.so), so a plain exported wrapper sees every
+// call and forwards it to cuBLAS's own definition. They record nothing; a
+// process that never loads cuBLAS never calls them. The parameter types are
+// cuBLAS's opaque handles and enums, spelled as the pointer and int types
+// they are, so no cuBLAS header is needed.
+//
+// Finding cuBLAS's definition: dlsym(RTLD_NEXT) searches the global scope
+// after libtcgd.so, which holds cuBLAS when the program itself links it.
+// Python loads torch's extension with dlopen(RTLD_LOCAL): libtorch_cuda.so
+// and the libcublas it needs are then in that object's own scope, which the
+// caller's lookup reaches after the global one (so it finds our wrapper
+// first) but RTLD_NEXT never does. So, failing RTLD_NEXT, every loaded
+// object whose file name starts with "libcublas" is asked with a handle of
+// its own (dlopen RTLD_NOLOAD: nothing new is loaded), as
+// real_functions.cpp finds a runtime opened that way.
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstring>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "collectors/tensor/tensor_collector.h"
+#include "interpose/real_functions.h"
+#include "log.h"
+
+namespace tcgd::interpose {
+namespace {
+
+constexpr int kCublasStatusNotInitialized = 1;
+
+struct Search {
+  DlsymFn dl;
+  const char* name;
+  const void* ours;  // our wrapper: never the answer
+  void* found;
+};
+
+int searchCublas(dl_phdr_info* info, size_t, void* data) {
+  auto* s = static_cast<Search*>(data);
+  const char* path = info->dlpi_name;
+  const char* slash = path != nullptr ? std::strrchr(path, '/') : nullptr;
+  const char* file = slash != nullptr ? slash + 1 : path;
+  if (file == nullptr || std::strncmp(file, "libcublas", 9) != 0) return 0;
+  void* handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) return 0;
+  void* fn = s->dl(handle, s->name);
+  dlclose(handle);  // the object stays: it was loaded before, and NOLOAD took one more reference
+  if (fn == nullptr || fn == s->ours) return 0;
+  s->found = fn;
+  return 1;
+}
+
+// cuBLAS's own definition of `name` (see above), looked up once.
+template <class Fn>
+Fn cublasDefinition(std::atomic<Fn>& slot, const char* name, Fn ours) {
+  Fn fn = slot.load(std::memory_order_acquire);
+  if (fn != nullptr) return fn;
+  const DlsymFn dl = realDlsym();
+  if (dl == nullptr) return nullptr;
+  fn = reinterpret_cast<Fn>(dl(RTLD_NEXT, name));
+  if (fn == nullptr || fn == ours) {
+    Search search{dl, name, reinterpret_cast<const void*>(ours), nullptr};
+    dl_iterate_phdr(&searchCublas, &search);
+    fn = reinterpret_cast<Fn>(search.found);
+  }
+  // release: another thread that loads it sees a resolved function.
+  if (fn != nullptr) slot.store(fn, std::memory_order_release);
+  return fn;
+}
+
+using SetWorkspaceFn = int (*)(void*, void*, size_t);
+using LtMatmulFn = int (*)(void*, void*, const void*, const void*, void*, const void*, void*, const void*,
+                           const void*, void*, void*, void*, const void*, void*, size_t, void*);
+constinit std::atomic<SetWorkspaceFn> g_set_workspace{nullptr};
+constinit std::atomic<LtMatmulFn> g_lt_matmul{nullptr};
+
+}  // namespace
+}  // namespace tcgd::interpose
+
+extern "C" __attribute__((visibility("default"))) int cublasSetWorkspace_v2(void* handle, void* workspace,
+                                                                           size_t workspace_bytes) {
+  const auto real =
+      tcgd::interpose::cublasDefinition(tcgd::interpose::g_set_workspace, "cublasSetWorkspace_v2", &cublasSetWorkspace_v2);
+  if (real == nullptr) {
+    TCGD_LOG_WARN_ONCE("cublasSetWorkspace_v2 called but no libcublas defines it");
+    return tcgd::interpose::kCublasStatusNotInitialized;
+  }
+  const int status = real(handle, workspace, workspace_bytes);
+  if (status == 0) {
+    tcgd::collectors::tensor::workspaceSet(reinterpret_cast<uintptr_t>(workspace), workspace_bytes);
+  }
+  return status;
+}
+
+extern "C" __attribute__((visibility("default"))) int cublasLtMatmul(
+    void* light_handle, void* compute_desc, const void* alpha, const void* a, void* a_desc, const void* b,
+    void* b_desc, const void* beta, const void* c, void* c_desc, void* d, void* d_desc, const void* algo,
+    void* workspace, size_t workspace_bytes, void* stream) {
+  const auto real = tcgd::interpose::cublasDefinition(tcgd::interpose::g_lt_matmul, "cublasLtMatmul", &cublasLtMatmul);
+  if (real == nullptr) {
+    TCGD_LOG_WARN_ONCE("cublasLtMatmul called but no libcublasLt defines it");
+    return tcgd::interpose::kCublasStatusNotInitialized;
+  }
+  // Known before the launch it makes: its kernels are probed inside.
+  tcgd::collectors::tensor::workspaceSet(reinterpret_cast<uintptr_t>(workspace), workspace_bytes);
+  return real(light_handle, compute_desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d, d_desc, algo, workspace,
+              workspace_bytes, stream);
+}
