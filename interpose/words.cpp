@@ -161,6 +161,15 @@ int tensorCaptureEnded(CUstream stream, uint64_t graph, CUresult result) {
   return tensor::captureEnded(stream, graph, result);
 }
 
+int tensorEventRecorded(CUevent event, CUstream stream, bool per_thread, bool with_flags, unsigned flags,
+                        CUresult result) {
+  return tensor::eventRecorded(event, stream, per_thread, with_flags, flags, result);
+}
+
+int tensorGraphLaunched(CUstream stream, bool per_thread, CUresult result) {
+  return tensor::graphLaunched(stream, per_thread, result);
+}
+
 int tensorManualNode(CUresult result) { return tensor::manualKernelNode(result); }
 
 int tensorExecUpdated(CUresult result) { return tensor::graphExecUpdated(result); }

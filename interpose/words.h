@@ -94,6 +94,9 @@ int tensorSet(CUresult result, CUdeviceptr dst, uint32_t value, uint32_t element
               CUstream stream, bool per_thread);
 int tensorCaptureBegan(CUstream stream, bool per_thread, CUresult result);
 int tensorCaptureEnded(CUstream stream, uint64_t graph, CUresult result);
+int tensorEventRecorded(CUevent event, CUstream stream, bool per_thread, bool with_flags, unsigned flags,
+                        CUresult result);
+int tensorGraphLaunched(CUstream stream, bool per_thread, CUresult result);
 int tensorManualNode(CUresult result);
 int tensorExecUpdated(CUresult result);
 

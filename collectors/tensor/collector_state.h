@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "collectors/tensor/capture_overlap.h"
 #include "collectors/tensor/capture_table.h"
 #include "collectors/tensor/device_state.h"
 #include "collectors/tensor/fingerprint_abi.h"
@@ -94,6 +95,7 @@ struct Scratch {
   proto::SiteBlobPointer pointers[kMaxPointers];
   alignas(8) uint8_t blob[proto::siteBlobBytes(kMaxRanges, kMaxPointers)];
   ::tcgd::tensor::FingerprintParams fingerprint;
+  PendingTable pending;  // the thread's captured fingerprint nodes beside their streams
 };
 // Once, before the first scratch() (false: no thread-exit key, no probes).
 bool prepareScratch();
@@ -115,6 +117,7 @@ struct Probe {
   uint64_t copy_bytes = 0;
   uint64_t copy_source = 0;
   uint32_t copy_kind = 0;
+  bool scan_complete = false;  // every pointer word of the work was looked at (capture_overlap.h)
 };
 // Fingerprints the ranges of `scan` after the launch and describes the site.
 void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch);

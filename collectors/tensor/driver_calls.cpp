@@ -43,6 +43,12 @@ bool resolveDefault() {
   resolve(dl, handle, "cuFuncGetName", &t.func_get_name);
   resolve(dl, handle, "cuStreamGetCaptureInfo", &t.stream_get_capture_info);
   resolve(dl, handle, "cuStreamGetCaptureInfo_ptsz", &t.stream_get_capture_info_ptsz);
+  resolve(dl, handle, "cuStreamGetCaptureInfo_v3", &t.stream_get_capture_info_v3);
+  // The 11.3 signatures (no edge data): tcgd adds plain edges only.
+  resolve(dl, handle, "cuStreamUpdateCaptureDependencies", &t.stream_update_capture_dependencies);
+  resolve(dl, handle, "cuGraphAddDependencies", &t.graph_add_dependencies);
+  resolve(dl, handle, "cuEventRecord", &t.event_record);
+  resolve(dl, handle, "cuEventRecordWithFlags", &t.event_record_with_flags);
   g_default = t;
   return true;
 }

@@ -36,6 +36,18 @@ struct DriverCalls {
   // cuStreamGetCaptureInfo (the 10.1 ABI: status and id) and its _ptsz.
   CUresult (*stream_get_capture_info)(CUstream, CUstreamCaptureStatus*, cuuint64_t*) = nullptr;
   CUresult (*stream_get_capture_info_ptsz)(CUstream, CUstreamCaptureStatus*, cuuint64_t*) = nullptr;
+  // Fingerprint nodes beside the next kernel (capture_overlap.h): the
+  // capturing stream's graph and dependencies, changing them, and edges
+  // added to the graph being captured into. Streams are passed as the
+  // driver takes them (CU_STREAM_PER_THREAD for a thread's own), so the
+  // plain entry points serve _ptsz callers too.
+  CUresult (*stream_get_capture_info_v3)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,
+                                         const CUgraphNode**, const CUgraphEdgeData**, size_t*) = nullptr;
+  CUresult (*stream_update_capture_dependencies)(CUstream, CUgraphNode*, size_t, unsigned) = nullptr;
+  CUresult (*graph_add_dependencies)(CUgraph, const CUgraphNode*, const CUgraphNode*, size_t) = nullptr;
+  // Recording an event again once a fingerprint node joined its stream.
+  CUresult (*event_record)(CUevent, CUstream) = nullptr;
+  CUresult (*event_record_with_flags)(CUevent, CUstream, unsigned) = nullptr;
 };
 
 // The table in use. Entries are resolved on the first call after the driver

@@ -123,6 +123,10 @@ struct ProbeRule {
   // learnt from cublasSetWorkspace_v2 and cublasLtMatmul) are ranges (off:
   // the workspace is scratch, left out and counted as ranges_workspace).
   bool workspaces = false;
+  // overlap=on|off: whether a captured fingerprint node runs beside the
+  // stream's next kernel when that kernel cannot write what it reads (on;
+  // collectors/tensor/capture_overlap.h), or stays in the stream's order.
+  bool overlap = true;
 
   bool argSelected(uint64_t arg) const {
     if (args.empty()) return true;
@@ -145,7 +149,7 @@ inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
     "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
-    "workspaces=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N "
+    "workspaces=on|off, overlap=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
 
 // Parses `text` (surrounding spaces trimmed; "off" and "" give no rules).
@@ -218,11 +222,11 @@ namespace probe_rules_detail {
 
 inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations", "when",
                                              "graphs", "replays", "args",        "max-bytes",
-                                             "dtype",  "copies",      "workspaces", "every",
-                                             "lines"};
+                                             "dtype",  "copies",      "workspaces", "overlap",
+                                             "every",  "lines"};
 inline constexpr const char* kKeyList =
     "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, "
-    "every, lines";
+    "overlap, every, lines";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -558,8 +562,8 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
     *error = where + "unknown dtype (expected " + kDtypeList + ")";
     return false;
   }
-  // copies, workspaces
-  bool& flag = key == "copies" ? r->copies : r->workspaces;
+  // copies, workspaces, overlap
+  bool& flag = key == "copies" ? r->copies : key == "workspaces" ? r->workspaces : r->overlap;
   if (value == "on" || value == "1" || value == "true" || value == "yes") {
     flag = true;
   } else if (value == "off" || value == "0" || value == "false" || value == "no") {

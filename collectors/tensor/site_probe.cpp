@@ -238,6 +238,25 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   const uint64_t region = device().scratchFor(key);
   if (region == 0) count(kScratchNone);
   FingerprintParams& fp = scratch.fingerprint;
+  // Captured: the fingerprint nodes go beside the stream when the rule
+  // allows (capture_overlap.h); a node pending there joins this work first
+  // when the rule does not.
+  const ProbeRule& rule = settings().rules.rule(static_cast<size_t>(p.rule));
+  OverlapPlan plan;
+  bool beside = false;
+  if (p.capture.captured) {
+    WriteSet work;
+    work.ranges = scan.ranges;
+    work.range_count = scan.range_count;
+    work.complete = p.scan_complete && scan.ranges_dropped == 0;
+    work.touches_workspaces = scan.ranges_workspace != 0;
+    if (rule.overlap) {
+      beside = overlapBegin(scratch.pending, stream, p.capture.id, work, &plan);
+    } else {
+      overlapJoin(scratch.pending, stream);
+    }
+  }
+  bool launched = false;
   // A fingerprint launch takes at most kMaxRangesPerLaunch ranges and, with
   // a region, at most kScratchChunks chunks (a range of more alone, without).
   for (uint32_t begin = 0, n = 0; status == 0 && begin < scan.range_count; begin += n) {
@@ -285,7 +304,13 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     if (device().launch(&fp, stream) != CUDA_SUCCESS) {
       status = 6;  // launch_failed
       count(kSkipLaunchFailed);
+    } else {
+      launched = true;
     }
+  }
+  if (beside) {
+    overlapEnd(scratch.pending, stream, p.capture.id, plan, launched, scan.ranges, scan.range_count,
+               rule.workspaces);
   }
 
   const uint64_t params_blob =

@@ -216,17 +216,47 @@ bool enabled() {
   return on;
 }
 
+namespace {
+
+// The stream as the driver takes it: stream 0 of a _ptsz entry point is the
+// calling thread's own.
+CUstream driverStream(CUstream stream, bool per_thread) {
+  return per_thread && stream == nullptr ? CU_STREAM_PER_THREAD : stream;
+}
+
+// Work captured on `stream` that was not probed waits for a fingerprint
+// node pending beside the stream (capture_overlap.h). One relaxed load
+// while nothing captures.
+void joinPending(CUstream stream, bool per_thread) {
+  if (!captureTracker().anyActive()) return;
+  Scratch* sc = scratch();
+  if (sc == nullptr || sc->pending.used == 0) return;
+  overlapJoin(sc->pending, driverStream(stream, per_thread));
+}
+
+bool probeLaunch(const KernelLaunch& launch);
+
+}  // namespace
+
 int kernelLaunched(const KernelLaunch& launch, CUresult result) {
   if (!enabled() || result != CUDA_SUCCESS) return 0;
+  if (!probeLaunch(launch)) joinPending(launch.stream, launch.per_thread);
+  return 0;
+}
+
+namespace {
+
+// Probes one launch; false when it was not probed (the reasons counted).
+bool probeLaunch(const KernelLaunch& launch) {
   prepareDevice();
   const CaptureFacts capture = captureFacts(launch.stream, launch.per_thread);
   KernelInfo* k = kernelFor(reinterpret_cast<uintptr_t>(launch.function));
-  if (k == nullptr || k->rule_mask == 0) return 0;
+  if (k == nullptr || k->rule_mask == 0) return false;
   const uint64_t invocation =
       k->invocations != nullptr ? k->invocations->fetch_add(1, std::memory_order_relaxed) : 0;
   if (capture.unknown) {
     count(kSkipCaptureUnknown);
-    return 0;
+    return false;
   }
   LaunchFacts facts;
   facts.kernel_mask = k->rule_mask;
@@ -234,9 +264,9 @@ int kernelLaunched(const KernelLaunch& launch, CUresult result) {
   facts.captured = capture.captured;
   facts.capture_ordinal = capture.ordinal;
   const int rule = settings().rules.select(facts);
-  if (rule < 0 || !deviceReady(capture)) return 0;
+  if (rule < 0 || !deviceReady(capture)) return false;
   Scratch* sc = scratch();
-  if (sc == nullptr) return 0;
+  if (sc == nullptr) return false;
 
   // The parameters as the kernel receives them: by the layout from
   // kernelParams, or the packed buffer of `extra`.
@@ -263,7 +293,7 @@ int kernelLaunched(const KernelLaunch& launch, CUresult result) {
   const ProbeRule& r = settings().rules.rule(static_cast<size_t>(rule));
   if (params_bytes == 0 && k->params_bytes != 0) {
     count(kSkipNoParams);
-    return 0;
+    return false;
   }
   ScanResult scan;
   scan.ranges = sc->ranges;
@@ -298,23 +328,26 @@ int kernelLaunched(const KernelLaunch& launch, CUresult result) {
   p.launch = &launch;
   p.params = sc->params;
   p.params_bytes = params_bytes;
+  p.scan_complete = r.args.empty();
   finishProbe(p, scan, *sc);
-  return 0;
+  return true;
 }
+
+}  // namespace
 
 namespace {
 
-int probeDestination(uint64_t pseudo, SiteKind kind, uint64_t dst, uint64_t bytes, bool require_known,
+bool probeDestination(uint64_t pseudo, SiteKind kind, uint64_t dst, uint64_t bytes, bool require_known,
                      CUstream stream, bool per_thread, uint64_t source, uint32_t copy_kind) {
   prepareDevice();
   const CaptureFacts capture = captureFacts(stream, per_thread);
   KernelInfo* k = kernelFor(pseudo);
-  if (k == nullptr || k->rule_mask == 0) return 0;
+  if (k == nullptr || k->rule_mask == 0) return false;
   const uint64_t invocation =
       k->invocations != nullptr ? k->invocations->fetch_add(1, std::memory_order_relaxed) : 0;
   if (capture.unknown) {
     count(kSkipCaptureUnknown);
-    return 0;
+    return false;
   }
   LaunchFacts facts;
   facts.kernel_mask = k->rule_mask;
@@ -323,9 +356,9 @@ int probeDestination(uint64_t pseudo, SiteKind kind, uint64_t dst, uint64_t byte
   facts.capture_ordinal = capture.ordinal;
   facts.copy_or_set = true;
   const int rule = settings().rules.select(facts);
-  if (rule < 0 || !deviceReady(capture)) return 0;
+  if (rule < 0 || !deviceReady(capture)) return false;
   Scratch* sc = scratch();
-  if (sc == nullptr) return 0;
+  if (sc == nullptr) return false;
   const ProbeRule& r = settings().rules.rule(static_cast<size_t>(rule));
   ScanResult scan;
   scan.ranges = sc->ranges;
@@ -335,7 +368,7 @@ int probeDestination(uint64_t pseudo, SiteKind kind, uint64_t dst, uint64_t byte
   limits.max_bytes = r.max_bytes;
   LiveMaps maps = liveMaps();
   if (r.workspaces) maps.workspaces = nullptr;
-  if (!destinationRange(dst, bytes, maps, require_known, limits, &scan)) return 0;
+  if (!destinationRange(dst, bytes, maps, require_known, limits, &scan)) return false;
   if (r.dtype_given)
     for (uint32_t i = 0; i < scan.range_count; ++i) scan.ranges[i].dtype = static_cast<uint8_t>(r.dtype);
   Probe p;
@@ -350,8 +383,9 @@ int probeDestination(uint64_t pseudo, SiteKind kind, uint64_t dst, uint64_t byte
   p.copy_bytes = bytes;
   p.copy_source = source;
   p.copy_kind = copy_kind;
+  p.scan_complete = true;  // its one destination
   finishProbe(p, scan, *sc);
-  return 0;
+  return true;
 }
 
 }  // namespace
@@ -362,16 +396,22 @@ int copyEnqueued(uint64_t dst, uint64_t src, uint64_t bytes, CopyKind kind, CUst
   const uint64_t pseudo = kind == kCopyHtoD ? kPseudoCopyHtoD : kind == kCopyDtoD ? kPseudoCopyDtoD : kPseudoCopy;
   // cuMemcpyAsync's destination may be host memory: observed only when a
   // map knows it as a device allocation (reading anything else could fault).
-  return probeDestination(pseudo, SiteKind::kCopy, dst, bytes, kind == kCopyDefault, stream,
-                          per_thread, src, kind);
+  if (!probeDestination(pseudo, SiteKind::kCopy, dst, bytes, kind == kCopyDefault, stream, per_thread, src,
+                        kind)) {
+    joinPending(stream, per_thread);
+  }
+  return 0;
 }
 
 int setEnqueued(uint64_t dst, uint32_t value, uint32_t element_bytes, uint64_t count_elements,
                 CUstream stream, bool per_thread, CUresult result) {
   if (!enabled() || result != CUDA_SUCCESS || count_elements == 0) return 0;
   const uint64_t pseudo = element_bytes == 1 ? kPseudoSet8 : element_bytes == 2 ? kPseudoSet16 : kPseudoSet32;
-  return probeDestination(pseudo, SiteKind::kSet, dst, count_elements * element_bytes, false, stream,
-                          per_thread, value, element_bytes);
+  if (!probeDestination(pseudo, SiteKind::kSet, dst, count_elements * element_bytes, false, stream, per_thread,
+                        value, element_bytes)) {
+    joinPending(stream, per_thread);
+  }
+  return 0;
 }
 
 int captureBegan(CUstream stream, bool per_thread, CUresult result) {
@@ -396,6 +436,22 @@ int captureEnded(CUstream stream, uint64_t graph, CUresult result) {
   if (!captures().end(reinterpret_cast<uintptr_t>(stream), &capture, &nodes, &sites)) return 0;
   (void)agent::emit(kRecordTensorCaptureEnd, RecordClass::kTensor, 0, capture.ordinal, capture.id,
                     graph, nodes, sites);
+  if (Scratch* sc = scratch(); sc != nullptr && sc->pending.used != 0) overlapForget(sc->pending, capture.id);
+  return 0;
+}
+
+int eventRecorded(CUevent event, CUstream stream, bool per_thread, bool with_flags, unsigned flags,
+                  CUresult result) {
+  if (result != CUDA_SUCCESS || !enabled() || !captureTracker().anyActive()) return 0;
+  Scratch* sc = scratch();
+  if (sc == nullptr || sc->pending.used == 0) return 0;
+  overlapEventRecorded(sc->pending, event, driverStream(stream, per_thread), with_flags, flags);
+  return 0;
+}
+
+int graphLaunched(CUstream stream, bool per_thread, CUresult result) {
+  if (result != CUDA_SUCCESS || !enabled()) return 0;
+  joinPending(stream, per_thread);
   return 0;
 }
 

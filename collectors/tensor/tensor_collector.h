@@ -54,6 +54,13 @@ int setEnqueued(uint64_t dst, uint32_t value, uint32_t element_bytes, uint64_t c
 // Capture hooks: after cuStreamBeginCapture* / cuStreamEndCapture* returned.
 int captureBegan(CUstream stream, bool per_thread, CUresult result);
 int captureEnded(CUstream stream, uint64_t graph, CUresult result);
+// An event recorded on a stream (`with_flags`: by cuEventRecordWithFlags
+// with `flags`), and a graph launched on one: while they capture, a
+// fingerprint node pending beside the stream joins it
+// (capture_overlap.h).
+int eventRecorded(CUevent event, CUstream stream, bool per_thread, bool with_flags, unsigned flags,
+                  CUresult result);
+int graphLaunched(CUstream stream, bool per_thread, CUresult result);
 
 // Graphs built without capture are not probed: counted, and said once.
 int manualKernelNode(CUresult result);

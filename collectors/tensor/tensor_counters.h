@@ -27,6 +27,9 @@ enum TensorCounter : uint32_t {
   kGraphExecUpdates,           // cuGraphExecUpdate calls (their new nodes keep their own probes)
   kScratchNone,                // probed launches without a scratch region (a slot per chunk)
   kRangesWorkspace,            // words inside a library's workspace, left out (workspaces=off)
+  kOverlapNodes,               // captured fingerprint nodes hung beside the stream (capture_overlap.h)
+  kOverlapJoins,               // captured work made to wait for a pending fingerprint node
+  kOverlapFailed,              // a driver call of the overlap failed: the node stayed on the stream
   kCounterCount,
 };
 
@@ -35,7 +38,7 @@ inline constexpr const char* kTensorCounterNames[] = {
     "capture_unknown", "site_states_full",   "launch_failed",     "push_failed",
     "no_params",       "kernel_table_full",  "ranges_dropped",    "ranges_truncated",
     "manual_graph_nodes", "graph_exec_updates", "no_scratch",
-    "ranges_workspace",
+    "ranges_workspace", "overlap_nodes",     "overlap_joins",     "overlap_failed",
 };
 static_assert(std::size(kTensorCounterNames) == kCounterCount);
 

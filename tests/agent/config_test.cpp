@@ -186,7 +186,7 @@ TEST(Config, TensorRuleErrorSaysWhatIsWrongInOneLine) {
   EXPECT_EQ(l.status.message(),
             "TCGD_TENSOR=fingerprint:kernal=~x: rule 1: unknown key 'kernal' (did you mean "
             "'kernel'? expected one of kernel, exclude, invocations, when, graphs, replays, args, "
-            "max-bytes, dtype, copies, workspaces, every, lines)");
+            "max-bytes, dtype, copies, workspaces, overlap, every, lines)");
   const Loaded r = load(env({{"TCGD_TENSOR", " fingerprint;record:kernel=~gemm "}}));
   ASSERT_FALSE(r.status.isOk());
   EXPECT_EQ(r.status.message(),

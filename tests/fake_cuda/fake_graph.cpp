@@ -2,14 +2,23 @@
 // cuGraphAdd*Node, executable graphs and their replay. Instantiation copies
 // the graph's nodes (parameters included), so a later change to the graph
 // reaches the exec only through cuGraphExecUpdate, as with CUDA. A replay
-// runs the exec's nodes on the calling thread in creation order, which is a
-// topological order (a node is only ever added after its dependencies):
+// runs the exec's nodes on the calling thread in a topological order:
 // kernel bodies with the parameter bytes copied at capture, copies, sets
-// and host functions. Memory of mem alloc nodes was allocated at capture
+// and host functions. The order is creation order where the edges allow it
+// (cuGraphAddDependencies can add an edge against it); with
+// FAKE_CUDA_GRAPH_ORDER=latest, of the nodes whose dependencies have run the
+// one created last runs first, which delays every node nothing waits for as
+// long as a real GPU could: a node that races with another because an edge
+// is missing then sees that other's writes. Memory of mem alloc nodes was allocated at capture
 // and stays; mem free nodes free nothing.
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <mutex>
+#include <set>
 #include <unordered_map>
+#include <unordered_set>
+#include <algorithm>
 
 #include "fake_cuda.h"
 #include "fake_graph.h"
@@ -40,15 +49,47 @@ bool is(const void* handle, Magic magic) {
 std::vector<ExecNode> snapshot(Graph& graph) {
   std::lock_guard lock(graph.mutex);
   std::unordered_map<const Node*, size_t> index;
+  for (const Node* node : graph.nodes) index.emplace(node, index.size());
   std::vector<ExecNode> out;
   out.reserve(graph.nodes.size());
   for (const Node* node : graph.nodes) {
-    index[node] = out.size();
     ExecNode exec_node{node->spec, {}};
     for (const Node* dep : node->deps) exec_node.deps.push_back(index.at(dep));
     out.push_back(std::move(exec_node));
   }
   return out;
+}
+
+bool latestFirst() {
+  static const bool latest = [] {
+    const char* env = std::getenv("FAKE_CUDA_GRAPH_ORDER");
+    return env != nullptr && std::strcmp(env, "latest") == 0;
+  }();
+  return latest;
+}
+
+// The order a replay runs the nodes in (see the top of this file).
+std::vector<size_t> replayOrder(const std::vector<ExecNode>& nodes) {
+  std::vector<size_t> waiting(nodes.size());
+  std::vector<std::vector<size_t>> dependents(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    waiting[i] = nodes[i].deps.size();
+    for (size_t d : nodes[i].deps) dependents[d].push_back(i);
+  }
+  std::set<size_t> ready;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (waiting[i] == 0) ready.insert(i);
+  std::vector<size_t> order;
+  order.reserve(nodes.size());
+  while (!ready.empty()) {
+    const auto it = latestFirst() ? std::prev(ready.end()) : ready.begin();
+    const size_t i = *it;
+    ready.erase(it);
+    order.push_back(i);
+    for (size_t j : dependents[i])
+      if (--waiting[j] == 0) ready.insert(j);
+  }
+  return order;  // every node: cuGraphAddDependencies refuses cycles
 }
 
 CUresult instantiate(CUgraphExec* exec, CUgraph graph) {
@@ -62,8 +103,8 @@ CUresult instantiate(CUgraphExec* exec, CUgraph graph) {
 
 CUresult runExec(Exec& exec) {
   std::lock_guard lock(exec.mutex);
-  for (const ExecNode& node : exec.nodes) {
-    if (const CUresult result = execute(node.spec); result != CUDA_SUCCESS) return result;
+  for (size_t i : replayOrder(exec.nodes)) {
+    if (const CUresult result = execute(exec.nodes[i].spec); result != CUDA_SUCCESS) return result;
   }
   return CUDA_SUCCESS;
 }
@@ -353,6 +394,63 @@ FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userD
     case fake::Captured::kNo: fn(userData); break;
   }
   FAKE_RETURN(cuLaunchHostFunc, CUDA_SUCCESS);
+}
+
+namespace fake {
+namespace {
+
+// True when `to` is `from` or a node `from` depends on, directly or not:
+// an edge from -> to would then close a cycle.
+bool reaches(const Node* from, const Node* to) {
+  std::vector<const Node*> todo{from};
+  std::unordered_set<const Node*> seen;
+  while (!todo.empty()) {
+    const Node* node = todo.back();
+    todo.pop_back();
+    if (node == to) return true;
+    if (!seen.insert(node).second) continue;
+    todo.insert(todo.end(), node->deps.begin(), node->deps.end());
+  }
+  return false;
+}
+
+// cuGraphAddDependencies(_v2): `to[i]` depends on `from[i]` as well. Both
+// nodes of `graph`; an edge that exists already, or one that would close a
+// cycle, is refused (CUDA_ERROR_INVALID_VALUE), as documented. Allowed on a
+// graph that is being captured into.
+CUresult addDependencies(CUgraph handle, const CUgraphNode* from, const CUgraphNode* to,
+                         const CUgraphEdgeData* edges, size_t count) {
+  if (!isGraph(handle)) return CUDA_ERROR_INVALID_HANDLE;
+  if (count > 0 && (from == nullptr || to == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  auto* graph = reinterpret_cast<Graph*>(handle);
+  std::lock_guard lock(graph->mutex);
+  for (size_t i = 0; i < count; ++i) {
+    if (edges != nullptr && (edges[i].type != 0 || edges[i].from_port != 0 || edges[i].to_port != 0)) {
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    Node* a = nodeOf(from[i]);
+    Node* b = nodeOf(to[i]);
+    if (!graph->owns(a) || !graph->owns(b)) return CUDA_ERROR_INVALID_VALUE;
+    if (std::find(b->deps.begin(), b->deps.end(), a) != b->deps.end() || reaches(a, b)) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    b->deps.push_back(a);
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+}  // namespace fake
+
+FAKE_EXPORT CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to,
+                                            size_t numDependencies) {
+  FAKE_ENTER(cuGraphAddDependencies);
+  FAKE_RETURN(cuGraphAddDependencies, fake::addDependencies(hGraph, from, to, nullptr, numDependencies));
+}
+FAKE_EXPORT CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to,
+                                               const CUgraphEdgeData* edgeData, size_t numDependencies) {
+  FAKE_ENTER(cuGraphAddDependencies_v2);
+  FAKE_RETURN(cuGraphAddDependencies_v2, fake::addDependencies(hGraph, from, to, edgeData, numDependencies));
 }
 
 FAKE_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* phGraphNode, CUgraph hGraph,

@@ -275,6 +275,40 @@ CUresult recordEvent(CUevent handle, CUstream stream_handle, bool per_thread_ent
   return CUDA_SUCCESS;
 }
 
+// cuStreamUpdateCaptureDependencies(_v2): the capturing stream's next node
+// depends on `deps` (SET) or on them as well (ADD). The nodes must be nodes
+// of the capture's graph; plain edges only. A node left out of every
+// stream's set stays in the graph (it does not make the capture unjoined).
+CUresult updateCaptureDependencies(CUstream handle, bool per_thread_entry, const CUgraphNode* deps,
+                                   const CUgraphEdgeData* edges, size_t count, unsigned flags) {
+  if (!validStream(handle)) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES && flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (count > 0 && deps == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Stream* stream = streamOf(handle, per_thread_entry);
+  std::lock_guard lock(g_mutex);
+  Capture* capture = stream != nullptr ? stream->capture.load() : nullptr;
+  if (capture == nullptr) return CUDA_ERROR_ILLEGAL_STATE;
+  if (capture->invalidated.load()) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  std::vector<Node*> nodes;
+  for (size_t i = 0; i < count; ++i) {
+    if (edges != nullptr && (edges[i].type != 0 || edges[i].from_port != 0 || edges[i].to_port != 0)) {
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    Node* node = nodeOf(deps[i]);
+    if (node == nullptr || !capture->graph->owns(node)) return CUDA_ERROR_INVALID_VALUE;
+    nodes.push_back(node);
+  }
+  if (flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES) stream->deps.clear();
+  for (Node* node : nodes) {
+    if (std::find(stream->deps.begin(), stream->deps.end(), node) == stream->deps.end()) {
+      stream->deps.push_back(node);
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
 CUresult waitEvent(CUstream stream_handle, CUevent handle, unsigned flags, bool per_thread_entry) {
   if (!validStream(stream_handle) || !is<Event>(handle, Magic::kEvent)) {
     return CUDA_ERROR_INVALID_HANDLE;
@@ -602,6 +636,46 @@ FAKE_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
 FAKE_EXPORT CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
   FAKE_ENTER(cuEventRecord_ptsz);
   FAKE_RETURN(cuEventRecord_ptsz, fake::recordEvent(hEvent, hStream, true));
+}
+
+FAKE_EXPORT CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags) {
+  FAKE_ENTER(cuEventRecordWithFlags);
+  if ((flags & ~unsigned{CU_EVENT_RECORD_EXTERNAL}) != 0) FAKE_RETURN(cuEventRecordWithFlags, CUDA_ERROR_INVALID_VALUE);
+  FAKE_RETURN(cuEventRecordWithFlags, fake::recordEvent(hEvent, hStream, false));
+}
+FAKE_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags) {
+  FAKE_ENTER(cuEventRecordWithFlags_ptsz);
+  if ((flags & ~unsigned{CU_EVENT_RECORD_EXTERNAL}) != 0) FAKE_RETURN(cuEventRecordWithFlags_ptsz, CUDA_ERROR_INVALID_VALUE);
+  FAKE_RETURN(cuEventRecordWithFlags_ptsz, fake::recordEvent(hEvent, hStream, true));
+}
+
+FAKE_EXPORT CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode* dependencies,
+                                                       size_t numDependencies, unsigned int flags) {
+  FAKE_ENTER(cuStreamUpdateCaptureDependencies);
+  FAKE_RETURN(cuStreamUpdateCaptureDependencies,
+              fake::updateCaptureDependencies(hStream, false, dependencies, nullptr, numDependencies, flags));
+}
+FAKE_EXPORT CUresult cuStreamUpdateCaptureDependencies_ptsz(CUstream hStream, CUgraphNode* dependencies,
+                                                            size_t numDependencies, unsigned int flags) {
+  FAKE_ENTER(cuStreamUpdateCaptureDependencies_ptsz);
+  FAKE_RETURN(cuStreamUpdateCaptureDependencies_ptsz,
+              fake::updateCaptureDependencies(hStream, true, dependencies, nullptr, numDependencies, flags));
+}
+FAKE_EXPORT CUresult cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode* dependencies,
+                                                          const CUgraphEdgeData* dependencyData,
+                                                          size_t numDependencies, unsigned int flags) {
+  FAKE_ENTER(cuStreamUpdateCaptureDependencies_v2);
+  FAKE_RETURN(cuStreamUpdateCaptureDependencies_v2,
+              fake::updateCaptureDependencies(hStream, false, dependencies, dependencyData, numDependencies,
+                                              flags));
+}
+FAKE_EXPORT CUresult cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream hStream, CUgraphNode* dependencies,
+                                                               const CUgraphEdgeData* dependencyData,
+                                                               size_t numDependencies, unsigned int flags) {
+  FAKE_ENTER(cuStreamUpdateCaptureDependencies_v2_ptsz);
+  FAKE_RETURN(cuStreamUpdateCaptureDependencies_v2_ptsz,
+              fake::updateCaptureDependencies(hStream, true, dependencies, dependencyData, numDependencies,
+                                              flags));
 }
 
 FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {

@@ -107,6 +107,11 @@ TEST(ProbeRules, WhatEngineersType) {
     const ProbeRule p = parse("fingerprint:workspaces=on").rules.at(0);
     EXPECT_TRUE(p.workspaces);
     EXPECT_TRUE(p.copies);
+    EXPECT_TRUE(p.overlap);  // captured fingerprints run beside the next kernel unless told not to
+  }
+  {
+    const ProbeRule p = parse("print:overlap=off").rules.at(0);
+    EXPECT_FALSE(p.overlap);
   }
 }
 
@@ -211,10 +216,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadRule{"fingerprint:kernal=~x",
                 "rule 1: unknown key 'kernal' (did you mean 'kernel'? expected one of kernel, "
-                "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, every, lines)"},
+                "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines)"},
         BadRule{"fingerprint:size=1",
                 "rule 1: unknown key 'size' (expected one of kernel, exclude, invocations, when, "
-                "graphs, replays, args, max-bytes, dtype, copies, workspaces, every, lines)"},
+                "graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines)"},
         BadRule{"record", "rule 1: record: not available in this build (fingerprint and print are)"},
         BadRule{"fingerprint;check:kernel=~x",
                 "rule 2: check: not available in this build (fingerprint and print are)"},

@@ -108,13 +108,13 @@ struct ProgramRun {
   std::string memory_bundle;
 };
 
-ProgramRun runUnderAgent(const TempDir& dir, const std::string& rules, const char* mode = "normal") {
+ProgramRun runUnderAgent(const TempDir& dir, const std::string& rules, const char* mode = "normal",
+                         const std::vector<std::string>& extra_env = {}) {
   ProgramRun run;
-  run.result = runProgram(
-      {TENSOR_PROGRAM, mode},
-      cleanEnvironment({std::string("LD_LIBRARY_PATH=") + FAKE_CUDA_LIB_DIR,
-                        "TCGD_OUTPUT=" + dir.path(), "TCGD_TENSOR=" + rules,
-                        "LD_PRELOAD=" + preloadValue(TCGD_LIB_PATH)}));
+  std::vector<std::string> env{std::string("LD_LIBRARY_PATH=") + FAKE_CUDA_LIB_DIR, "TCGD_OUTPUT=" + dir.path(),
+                               "TCGD_TENSOR=" + rules, "LD_PRELOAD=" + preloadValue(TCGD_LIB_PATH)};
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  run.result = runProgram({TENSOR_PROGRAM, mode}, cleanEnvironment(env));
   std::istringstream lines(run.result.out);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream in(line);
@@ -418,6 +418,61 @@ TEST_F(TensorPipeline, WordsInsideCublasWorkspaceAreLeftOutUnlessAskedFor) {
     ASSERT_FALSE(b.counters.empty());
     EXPECT_EQ(b.counters.back().skipped().count("ranges_workspace") ? b.counters.back().skipped().at("ranges_workspace") : 0u, 0u);
     EXPECT_EQ(workspaceSites(b, run.values.at("workspace")), 2u);
+  }
+}
+
+// Captured fingerprint nodes run beside the next kernel (capture_overlap.h):
+// the replays run independent nodes as late as they can
+// (FAKE_CUDA_GRAPH_ORDER=latest), so a fingerprint that a later writer does
+// not wait for sees that writer's values. Every fingerprint must see the
+// values right after its own kernel: a kernel that writes what the one
+// before read waits for its fingerprint, and so does work on another stream
+// behind an event. With overlap=off every fingerprint node is in its
+// stream's order (the graph has the same nodes).
+TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues) {
+  for (const char* rules : {"fingerprint", "fingerprint:overlap=off"}) {
+    SCOPED_TRACE(rules);
+    TempDir dir;
+    const ProgramRun run = runUnderAgent(dir, rules, "overlap", {"FAKE_CUDA_GRAPH_ORDER=latest"});
+    ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+    const TensorBundle b = readTensorBundle(run.tensor_bundle);
+    ASSERT_TRUE(b.has_trailer);
+    // The four captured sites in capture order, and what replay r must see.
+    std::vector<uint64_t> sites;
+    for (const auto& s : b.sites)
+      if (s.capture() > 0) sites.push_back(s.site());
+    ASSERT_EQ(sites.size(), 4u);
+    const auto expected = [](size_t site, uint32_t r) {
+      const double a = std::pow(6.0, r), bb = std::pow(35.0, r);
+      switch (site) {
+        case 0: return 2 * a;
+        case 1: return 6 * a;
+        case 2: return 5 * bb;
+        default: return 35 * bb;
+      }
+    };
+    for (size_t i = 0; i < sites.size(); ++i) {
+      const auto rows = b.of(sites[i]);
+      ASSERT_EQ(rows.size(), 3u) << "site " << i;
+      for (const auto& row : rows) {
+        EXPECT_EQ(row.minimum, expected(i, row.exec)) << "site " << i << " replay " << row.exec;
+        EXPECT_EQ(row.maximum, expected(i, row.exec)) << "site " << i << " replay " << row.exec;
+      }
+    }
+    ASSERT_FALSE(b.counters.empty());
+    const auto& counted = b.counters.back().skipped();
+    const auto counter = [&](const char* name) { return counted.count(name) ? counted.at(name) : 0u; };
+    EXPECT_EQ(counter("overlap_failed"), 0u);
+    if (std::string(rules) == "fingerprint") {
+      EXPECT_EQ(counter("overlap_nodes"), 4u);
+      // a *= 3 waits for a *= 2's fingerprint; the fork event carries
+      // b *= 5's, the join event b *= 7's.
+      EXPECT_EQ(counter("overlap_joins"), 3u);
+    } else {
+      EXPECT_EQ(counter("overlap_nodes"), 0u);
+    }
+    // Four kernels and a fingerprint node each, in either order.
+    EXPECT_EQ(run.values.at("nodes"), 8u);
   }
 }
 

@@ -8,7 +8,8 @@
 // "manual-node" also builds a graph node by node and launches it;
 // "workspace" first hands cuBLAS (a stand-in, fake_cublas.cpp, reached
 // through a library opened with dlopen(RTLD_LOCAL) as torch is) a workspace
-// and launches the kernel on it and on a pointer into it.
+// and launches the kernel on it and on a pointer into it; "overlap" runs
+// overlapProgram instead (below).
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -39,6 +40,73 @@ int fail(const char* what, CUresult r) {
   return 1;
 }
 
+// "overlap": a capture whose fingerprint nodes can run beside the next
+// kernel, and ones that must not (capture_overlap.h). a and b hold ones.
+// On stream s: a *= 2, a *= 3 (writes what the first one's fingerprint
+// reads), b *= 5; an event recorded on s, waited for by s2, where b *= 7
+// (on another stream, after the event: it must wait for b *= 5's
+// fingerprint too); s2 joined back. Replay r leaves a = 6^(r+1) and
+// b = 35^(r+1); the fingerprints of replay r must see 2 * 6^r, 6^(r+1),
+// 5 * 35^r and 35^(r+1) whatever order the replay runs independent nodes in
+// (the test runs the fake's replays with FAKE_CUDA_GRAPH_ORDER=latest).
+int overlapProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements) {
+  CUresult r;
+  float* ha = reinterpret_cast<float*>(a);
+  float* hb = reinterpret_cast<float*>(b);
+  for (uint32_t i = 0; i < elements; ++i) ha[i] = hb[i] = 1.0f;
+  CUstream s2 = nullptr;
+  CUevent fork = nullptr, join = nullptr;
+  if ((r = cuStreamCreate(&s2, 0)) != CUDA_SUCCESS) return fail("cuStreamCreate s2", r);
+  if ((r = cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) return fail("cuEventCreate", r);
+  if ((r = cuEventCreate(&join, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) return fail("cuEventCreate", r);
+  float two = 2.0f, three = 3.0f, five = 5.0f, seven = 7.0f;
+  void* a2[] = {&a, &two};
+  void* a3[] = {&a, &three};
+  void* b5[] = {&b, &five};
+  void* b7[] = {&b, &seven};
+  const uint32_t blocks = elements / 256;
+  // An eager launch first: tcgd loads its module outside captures.
+  float one = 1.0f;
+  void* a1[] = {&a, &one};
+  if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, a1, nullptr)) != CUDA_SUCCESS)
+    return fail("a *= 1", r);
+  if ((r = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL)) != CUDA_SUCCESS)
+    return fail("begin capture", r);
+  if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, a2, nullptr)) != CUDA_SUCCESS)
+    return fail("a *= 2", r);
+  if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, a3, nullptr)) != CUDA_SUCCESS)
+    return fail("a *= 3", r);
+  if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, b5, nullptr)) != CUDA_SUCCESS)
+    return fail("b *= 5", r);
+  if ((r = cuEventRecord(fork, s)) != CUDA_SUCCESS) return fail("record fork", r);
+  if ((r = cuStreamWaitEvent(s2, fork, 0)) != CUDA_SUCCESS) return fail("wait fork", r);
+  if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s2, b7, nullptr)) != CUDA_SUCCESS)
+    return fail("b *= 7", r);
+  if ((r = cuEventRecord(join, s2)) != CUDA_SUCCESS) return fail("record join", r);
+  if ((r = cuStreamWaitEvent(s, join, 0)) != CUDA_SUCCESS) return fail("wait join", r);
+  CUgraph graph = nullptr;
+  if ((r = cuStreamEndCapture(s, &graph)) != CUDA_SUCCESS) return fail("end capture", r);
+  CUgraphExec exec = nullptr;
+  if ((r = cuGraphInstantiateWithFlags(&exec, graph, 0)) != CUDA_SUCCESS) return fail("instantiate", r);
+  constexpr int kReplays = 3;
+  for (int i = 0; i < kReplays; ++i)
+    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
+  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+  size_t nodes = 0;
+  if ((r = cuGraphGetNodes(graph, nullptr, &nodes)) != CUDA_SUCCESS) return fail("cuGraphGetNodes", r);
+  value("a", a);
+  value("b", b);
+  value("nodes", nodes);
+  value("replays", kReplays);
+  value("a_after_bits", [&] {
+    uint32_t bits;
+    std::memcpy(&bits, ha, 4);
+    return bits;
+  }());
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -65,6 +133,8 @@ int main(int argc, char** argv) {
   fake_cuda_set_kernel_body(scale, scaleBody, nullptr);
   CUstream s = nullptr;
   if ((r = cuStreamCreate(&s, 0)) != CUDA_SUCCESS) return fail("cuStreamCreate", r);
+
+  if (argc > 1 && std::strcmp(argv[1], "overlap") == 0) return overlapProgram(scale, s, a, b, kElements);
 
   if (argc > 1 && std::strcmp(argv[1], "workspace") == 0) {
     constexpr size_t kWorkspaceBytes = 65536;

@@ -1,0 +1,124 @@
+// Captured fingerprint nodes beside the next kernel (docs/tensor.md,
+// "Overlap in captures").
+//
+// Enqueued on a capturing stream, a fingerprint launch F becomes a node that
+// every later node of the stream waits for: in each replay the GPU runs the
+// job's kernel K, then F, then the next kernel K', one after another, and
+// F's whole latency (a few microseconds even for a small range) adds to the
+// replay. Nothing needs K' to wait for F unless K' writes what F reads. So a
+// captured F is hung beside the stream instead: it depends on K (and on the
+// stream's previous fingerprint node, which keeps a stream's fingerprint
+// nodes in order: they share one scratch region), and the stream's
+// dependencies are set back to what they were before F, so K' depends on K
+// alone and runs while F reads. F is then *pending* on the stream, and the
+// next piece of work captured there decides:
+//   - a probed launch or copy whose ranges (every pointer word of its
+//     parameters, each to the end of its allocation, from the allocation's
+//     start) do not overlap F's ranges runs beside F; its own fingerprint
+//     node then depends on F, and so does the stream's next piece of work
+//     after that: F never runs beside two kernels;
+//   - one that overlaps F's ranges, one whose parameters were not all
+//     scanned, and any other work tcgd sees on the stream (a launch that is
+//     not probed, a graph launched into the capture) gets an edge from F
+//     added (cuGraphAddDependencies on the graph being captured into, which
+//     CUDA allows during a capture): it waits for F as it would have;
+//   - an event recorded on the stream would not carry F to the streams that
+//     wait for it: F is added to the stream's dependencies and the event is
+//     recorded again.
+// A fingerprint node nothing waits for at the end of a capture is a sink of
+// the graph: a replay is complete only when it has run.
+//
+// What this cannot see: a kernel that writes memory through a pointer that is
+// not among its parameter words (a pointer read from device memory), and
+// work that reaches the stream without a hook tcgd has (a 2D copy, a host
+// function): such a writer right after K may change what F reads.
+// overlap=off in the rule keeps F on the stream.
+//
+// Capture-time only: eager launches never come here, and a replay runs the
+// nodes with no host call. The pending fingerprint of each stream is kept per
+// capturing thread (in its Scratch); work on one capturing stream from two
+// threads is not followed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "interpose/cuda_api.h"
+
+namespace tcgd::proto {
+struct SiteBlobRange;
+}
+
+namespace tcgd::collectors::tensor::detail {
+
+// A byte range [begin, end) of device memory.
+struct Span {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+// A fingerprint node pending on one capturing stream.
+struct PendingFingerprint {
+  static constexpr uint32_t kMaxRanges = 64;
+  uint64_t capture_id = 0;  // 0: a free entry
+  CUstream stream = nullptr;  // as the driver takes it
+  CUgraph graph = nullptr;
+  CUgraphNode node = nullptr;  // the site's last fingerprint launch
+  bool any = false;  // its ranges are too many to keep: any work waits for it
+  bool reads_workspaces = false;  // its rule said workspaces=on
+  uint32_t range_count = 0;
+  Span ranges[kMaxRanges];
+};
+
+// The pending fingerprints of one capturing thread.
+struct PendingTable {
+  static constexpr uint32_t kStreams = 8;
+  uint32_t used = 0;  // entries with a capture id, for the one-load check
+  PendingFingerprint entries[kStreams];
+};
+
+// What a piece of captured work may write: its ranges, each from its
+// allocation's start to its end. `complete`: every pointer word was looked
+// at (no argument left out by the rule, none dropped for lack of room).
+struct WriteSet {
+  const proto::SiteBlobRange* ranges = nullptr;
+  uint32_t range_count = 0;
+  bool complete = false;
+  bool touches_workspaces = false;  // words inside a library's workspace were left out of its ranges
+};
+
+// Before the fingerprint launches of a captured site: `stream` as the driver
+// takes it, the work just captured there (its write set). Joins or chains
+// the stream's pending fingerprint (above). False: this site's fingerprint
+// stays on the stream (the overlap is off, or a driver call failed).
+struct OverlapPlan {
+  static constexpr uint32_t kMaxDeps = 16;
+  CUgraph graph = nullptr;
+  CUgraphNode deps[kMaxDeps] = {};  // the stream's dependencies before the fingerprint
+  uint32_t dep_count = 0;
+  CUgraphNode prior = nullptr;  // a pending fingerprint the new one depends on
+};
+bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, const WriteSet& work,
+                  OverlapPlan* plan);
+
+// After them: sets the stream's dependencies back and keeps the new node
+// pending with the ranges it reads (`reads`, `read_count`: ptr and bytes of
+// each). `launched`: at least one fingerprint launch was captured.
+void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const OverlapPlan& plan,
+                bool launched, const proto::SiteBlobRange* reads, uint32_t read_count,
+                bool reads_workspaces);
+
+// Work tcgd saw captured on `stream` that does not run beside a pending
+// fingerprint (see above): an edge from it to the work just captured.
+void overlapJoin(PendingTable& table, CUstream stream);
+
+// An event was recorded on `stream` (`with_flags`: by cuEventRecordWithFlags,
+// `flags`): a pending fingerprint joins the stream and the event is recorded
+// again, so whatever waits for the event waits for the fingerprint too.
+void overlapEventRecorded(PendingTable& table, CUevent event, CUstream stream, bool with_flags,
+                          unsigned flags);
+
+// Forgets the entries of `capture_id` (its capture ended).
+void overlapForget(PendingTable& table, uint64_t capture_id);
+
+}  // namespace tcgd::collectors::tensor::detail
