@@ -4,7 +4,7 @@
 // "How it works", the prose). nvcc compiles it into the fatbin that
 // libtcgd.so embeds (collectors/tensor/fingerprint.cmake).
 //
-// One block of kFingerprintBlockThreads threads reduces one chunk (16 KiB to
+// One block of kFingerprintBlockThreads threads reduces one chunk (64 KiB to
 // 2 MiB, by the range's length: fingerprint_abi.h, chunkShiftFor) at a
 // time. The work is a stream of 16-byte loads: each thread takes vectors
 // t, t + 256, ... (coalesced), kUnroll of them in flight (half as many for

@@ -138,20 +138,24 @@ TCGD_HOST_DEVICE constexpr uint64_t wordHash(uint64_t j, uint64_t w) {
 // kMinChunkShift and kMaxChunkShift, chosen per range from its length alone
 // (chunkShiftFor): the smallest size in the bounds that splits it into at
 // most kTargetChunks chunks. A chunk is what one block reduces, so a range
-// is spread over up to kTargetChunks blocks: a 4 MiB activation over 256
-// blocks of 16 KiB (one block alone reads about 12 GB/s on an H200, so a
-// range must be spread over the SMs to be read at the device's bandwidth).
+// is spread over up to kTargetChunks blocks: a 4 MiB activation over 64
+// blocks of 64 KiB (one block alone reads about 12 GB/s on an H200, so a
+// range must be spread over the SMs to be read at the device's bandwidth;
+// but every chunk of a range adds into one accumulator with atomics at the
+// end, and a block pays its reduction and arrival whatever its size, so
+// chunks smaller than 64 KiB, or more than 64 of them below 2 MiB each, cost
+// more in those than they gain in spread: docs/performance.md).
 // A multiple of 8 (no element and no hash word straddles two chunks). Part
 // of the format: the sum and the sum of squares are added in an order that
 // follows the chunks, so another size would change their last bits; every
 // other figure is the same for any chunking. Ranges of equal length are
 // chunked alike, so the same tensor gives the same bits in eager and in a
 // graph.
-inline constexpr uint32_t kMinChunkShift = 14;  // 16 KiB
+inline constexpr uint32_t kMinChunkShift = 16;  // 64 KiB
 inline constexpr uint32_t kMaxChunkShift = 21;  // 2 MiB (a block's counters: fingerprint.cu)
 inline constexpr uint64_t kMinChunkBytes = uint64_t{1} << kMinChunkShift;
 inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << kMaxChunkShift;
-inline constexpr uint64_t kTargetChunks = 256;
+inline constexpr uint64_t kTargetChunks = 64;
 
 TCGD_HOST_DEVICE constexpr uint32_t chunkShiftFor(uint64_t bytes) {
   uint32_t shift = kMinChunkShift;
