@@ -12,6 +12,7 @@
 
 #include "collectors/tensor/fingerprint_abi.h"
 #include "collectors/tensor/observation.h"
+#include "collectors/tensor/fingerprint_claim.h"  // RecordClaim
 
 namespace tcgd::tensor::reference {
 

@@ -406,7 +406,8 @@ TEST_F(TensorPipeline, RecordCopiesTheBytesOfTheEagerLaunchAndOfEveryReplay) {
   for (const auto& p : b.payloads) {
     EXPECT_EQ(p.flags(), 4u) << "checked against the GPU's hash, nothing cut";
     EXPECT_EQ(p.range_bytes(), uint64_t{n} * 4);
-    EXPECT_EQ(p.dtype(), static_cast<uint32_t>(Dtype::kFloat32));
+    // The kernel's ranges are float32 (from its name); a set's destination has no dtype.
+    EXPECT_EQ(p.dtype(), p.site() == b.sites[2].site() ? 0u : static_cast<uint32_t>(Dtype::kFloat32));
   }
   ASSERT_FALSE(b.counters.empty());
   const bundle::TensorCounters& c = b.counters.back();
@@ -416,6 +417,29 @@ TEST_F(TensorPipeline, RecordCopiesTheBytesOfTheEagerLaunchAndOfEveryReplay) {
   EXPECT_EQ(c.record_cut_budget() + c.record_cut_run() + c.record_dropped_staging() + c.records_dropped() +
                 c.records_torn(),
             0u);
+
+  // Read back by the analyzer: info counts it, validate finds nothing wrong,
+  // tensor values shows the replays' values and finds replay 0 and 1 differ.
+  const RunResult info = runProgram({TCGD_ANALYZE_BIN, "info", run.tensor_bundle}, cleanEnvironment({}));
+  EXPECT_NE(info.out.find("Recorded       " + std::to_string(7 * n * 4) + " bytes of 7 observations in 7 pieces"),
+            std::string::npos)
+      << info.out << info.err;
+  const RunResult validate = runProgram({TCGD_ANALYZE_BIN, "validate", run.tensor_bundle}, cleanEnvironment({}));
+  EXPECT_EQ(validate.exitCode(), 0) << validate.out << validate.err;
+  const std::string captured = std::to_string(b.sites[1].site());
+  const RunResult values = runProgram(
+      {TCGD_ANALYZE_BIN, "tensor", "values", run.tensor_bundle, "--site", captured, "--count", "3", "--compare-exec", "1"},
+      cleanEnvironment({}));
+  EXPECT_EQ(values.exitCode(), 1) << values.out << values.err;  // 3 against 9: a difference
+  EXPECT_NE(values.out.find("site " + captured + " exec 0 range 0 float32: 4096 of 4096 bytes recorded: [3, 3, 3, ...]"),
+            std::string::npos)
+      << values.out;
+  EXPECT_NE(values.out.find("against exec 1: mismatch"), std::string::npos) << values.out;
+  const RunResult same = runProgram(
+      {TCGD_ANALYZE_BIN, "tensor", "values", run.tensor_bundle, "--site", std::to_string(b.sites[2].site()),
+       "--compare-exec", "2"},
+      cleanEnvironment({}));
+  EXPECT_EQ(same.exitCode(), 0) << same.out << same.err;  // the set writes 1.5 in every replay
 }
 
 // bytes= cuts each observation, run-bytes= the run; both are counted and
