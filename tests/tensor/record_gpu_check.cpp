@@ -292,7 +292,10 @@ bool rate(Ring& ring, uint64_t bytes) {
               "(fingerprint alone %.1f GB/s); record / copy = %.2f (target >= 0.80)\n",
               static_cast<unsigned long long>(bytes >> 20), copy_rate, record_rate, gb / (fingerprint_ms / 1e3),
               record_rate / copy_rate);
-  return record_rate >= 0.8 * copy_rate;
+  // Host time on a driver that cannot time kernels (the fake one of
+  // tests/fake_cuda, whose kernel is the CPU reference): shown, not judged.
+  if (!cu.canTime()) std::printf("(host time: this driver cannot time kernels; the rate is not judged)\n");
+  return !cu.canTime() || record_rate >= 0.8 * copy_rate;
 }
 
 }  // namespace
