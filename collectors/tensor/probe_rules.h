@@ -168,8 +168,8 @@ inline constexpr const char* kProbeRulesAccepted =
 // On error returns false, leaves *out untouched and, when `error` is not
 // null, says in one line what is wrong and where ("rule 2: unknown key
 // 'kernal' (did you mean 'kernel'? expected one of kernel, exclude, ...)").
-// Regexes are checked with regcomp. Actions other than fingerprint parse but
-// are refused with "record: not available in this build (only fingerprint)".
+// Regexes are checked with regcomp. check parses but is refused with
+// "check: not available in this build (fingerprint, print and record are)".
 // `out` may be null (validation only).
 inline bool parseProbeRules(std::string_view text, ProbeRules* out, std::string* error = nullptr);
 
