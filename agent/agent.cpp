@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../collectors/tensor/observation_layout.h"  // the observation region's size
 #include "agent.h"
 #include "emit.h"
 #include "log.h"
@@ -233,16 +234,17 @@ std::string_view inForce(const Config& config, std::string_view key) {
   return {};
 }
 
-// Bytes of the channel's observation region: one ring header page and
-// TCGD_TENSOR_SLOTS slots of 128 bytes when tensor probes are on, else 0
-// (collectors/tensor/fingerprint_abi.h).
+// Bytes of the channel's observation region when tensor probes are on,
+// else 0: the observation ring (TCGD_TENSOR_SLOTS slots of 128 bytes) and,
+// when a rule records values, the record ring and the staging
+// (collectors/tensor/observation_layout.h).
 uint64_t observationBytes(const Config& config) {
-  const std::string_view rules = inForce(config, "TCGD_TENSOR");
-  if (rules.empty() || rules == "off") return 0;
-  const std::string_view text = inForce(config, "TCGD_TENSOR_SLOTS");
-  uint64_t slots = 65536;
-  if (!text.empty()) slots = std::strtoull(std::string(text).c_str(), nullptr, 10);
-  return 4096 + slots * 128;
+  const std::string_view text = inForce(config, "TCGD_TENSOR");
+  if (text.empty() || text == "off") return 0;
+  collectors::tensor::ProbeRules rules;
+  if (!collectors::tensor::parseProbeRules(text, &rules)) return 0;
+  const uint64_t staging = collectors::tensor::stagingBytesFor(rules, config.tensor_staging);
+  return collectors::tensor::observationLayout(config.tensor_slots, staging).total;
 }
 
 bool refuse(const std::string& why) {

@@ -178,6 +178,15 @@ constexpr ConfigKey kKeys[] = {
      [](std::string_view t, Config& c) {
        return parsePowerOfTwo(t, 1024, uint64_t{1} << 24, &c.tensor_slots);
      }},
+    {"TCGD_TENSOR_STAGING", "64M", "a power of two between 64K and 16G (bytes, K, M or G)",
+     [](std::string_view t, Config& c) {
+       uint64_t v = 0;
+       std::string why;
+       if (!collectors::tensor::probe_rules_detail::byteCount(t, &v, &why)) return false;
+       if (v < (uint64_t{1} << 16) || v > (uint64_t{1} << 34) || (v & (v - 1)) != 0) return false;
+       c.tensor_staging = v;
+       return true;
+     }},
     {"TCGD_TENSOR_SITES", "65536", "an integer between 1024 and 16777216",
      [](std::string_view t, Config& c) {
        return parseInRange(t, 1024, uint64_t{1} << 24, &c.tensor_sites);

@@ -30,6 +30,9 @@ struct Settings {
   uint32_t max_ranges = 1024;
   uint32_t site_capacity = 65536;
   uint32_t scratch_regions = 64;
+  // The channel's observation region as the agent sized it (TCGD_TENSOR_SLOTS,
+  // TCGD_TENSOR_STAGING when a rule records values).
+  ObservationLayout layout;
   LiveMap* blocks = nullptr;
   LiveMap* driver = nullptr;
   LiveMap* segments = nullptr;

@@ -55,10 +55,11 @@ bool TensorDevice::make(const DeviceSetup& setup, std::string* why) {
     *why = "the CUDA driver lacks an entry point the tensor probes need";
     return false;
   }
-  const uint64_t capacity = (setup.region_bytes - kObservationRingHeaderBytes) / sizeof(ObservationSlot);
-  if (setup.region == nullptr || setup.region_bytes <= kObservationRingHeaderBytes ||
-      (capacity & (capacity - 1)) != 0) {
-    *why = "the channel has no observation region";
+  const ObservationLayout& layout = setup.layout;
+  const uint64_t capacity = layout.slots;
+  if (setup.region == nullptr || setup.region_bytes <= kObservationRingHeaderBytes || capacity == 0 ||
+      (capacity & (capacity - 1)) != 0 || layout.total != setup.region_bytes) {
+    *why = "the channel has no observation region of the configured size";
     return false;
   }
   DeviceResources r;
@@ -100,12 +101,22 @@ bool TensorDevice::make(const DeviceSetup& setup, std::string* why) {
   const uint64_t scratch_offset =
       (sizeof(ObservationRingDevice) + uint64_t{setup.site_capacity} * sizeof(SiteState) + 255) & ~uint64_t{255};
   r.device_bytes = scratch_offset + uint64_t{setup.scratch_regions} * ::tcgd::tensor::kScratchRegionBytes;
+  // Recording: the record ring's and the staging's counters and the rules'
+  // run budgets, after the scratch arena.
+  const uint64_t record_offset = (r.device_bytes + 255) & ~uint64_t{255};
+  const bool records = layout.staging_bytes != 0;
+  if (records) r.device_bytes = record_offset + 2 * sizeof(ObservationRingDevice) + kMaxProbeRules * 8;
   CUdeviceptr memory = 0;
   if ((res = d.mem_alloc(&memory, r.device_bytes)) != CUDA_SUCCESS)
     return *why = failed("cuMemAlloc of " + std::to_string(r.device_bytes) + " bytes", res), false;
   r.ring_device = memory;
   r.site_states = memory + sizeof(ObservationRingDevice);
   r.scratch = setup.scratch_regions != 0 ? memory + scratch_offset : 0;
+  if (records) {
+    r.record_device = memory + record_offset;
+    r.staging_device = r.record_device + sizeof(ObservationRingDevice);
+    r.run_counters = r.staging_device + sizeof(ObservationRingDevice);
+  }
   // Zeroed on a stream of our own that does not synchronize with the job's
   // (cuMemsetD8_v2 would, on the legacy stream).
   CUstream stream = nullptr;
@@ -119,6 +130,20 @@ bool TensorDevice::make(const DeviceSetup& setup, std::string* why) {
   auto* host = static_cast<ObservationRingHost*>(setup.region);
   host->capacity = capacity;
   host->slots_offset = kObservationRingHeaderBytes;
+  if (records) {
+    auto* base = static_cast<uint8_t*>(setup.region);
+    auto* record_host = reinterpret_cast<ObservationRingHost*>(base + layout.record_offset);
+    record_host->capacity = layout.record_slots;
+    record_host->slots_offset = kObservationRingHeaderBytes;
+    record_host->magic = ::tcgd::tensor::kRecordRingMagic;
+    auto* staging_host = reinterpret_cast<::tcgd::tensor::StagingHost*>(base + layout.staging_offset);
+    staging_host->capacity = layout.staging_bytes;
+    staging_host->data_offset = ::tcgd::tensor::kStagingHeaderBytes;
+    staging_host->magic = ::tcgd::tensor::kStagingMagic;
+    // Read by the recorder after the ring's magic below (released).
+    host->record_offset = layout.record_offset;
+    host->staging_offset = layout.staging_offset;
+  }
   res = d.mem_host_register(setup.region, setup.region_bytes,
                             CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
   if (res != CUDA_SUCCESS) return *why = failed("cuMemHostRegister of the observation ring", res), false;
@@ -128,6 +153,14 @@ bool TensorDevice::make(const DeviceSetup& setup, std::string* why) {
   r.ring_host = mapped;
   r.slots = mapped + kObservationRingHeaderBytes;
   r.capacity = capacity;
+  if (records) {
+    r.record_host = mapped + layout.record_offset;
+    r.record_slots = r.record_host + kObservationRingHeaderBytes;
+    r.record_capacity = layout.record_slots;
+    r.staging_host = mapped + layout.staging_offset;
+    r.staging = r.staging_host + ::tcgd::tensor::kStagingHeaderBytes;
+    r.staging_bytes = layout.staging_bytes;
+  }
   // release: the recorder starts draining when it sees the magic, after the
   // fields above (the memfd is shared with it).
   __atomic_store_n(&host->magic, kObservationRingMagic, __ATOMIC_RELEASE);

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "collectors/tensor/fingerprint_abi.h"
+#include "collectors/tensor/observation_layout.h"
 #include "collectors/tensor/scratch_regions.h"
 
 namespace tcgd::collectors::tensor {
@@ -41,12 +42,24 @@ struct DeviceResources {
   CUdeviceptr slots = 0;            // device address of slot 0
   uint64_t capacity = 0;            // slots
   uint64_t device_bytes = 0;        // device memory tcgd took
+  // Recording (the record action, print's values): all 0 when no rule
+  // records. RecordParams' addresses, as the kernel takes them.
+  CUdeviceptr record_slots = 0;     // device address of RecordSlot 0
+  CUdeviceptr record_host = 0;      // the record ring's ObservationRingHost
+  CUdeviceptr record_device = 0;    // its ObservationRingDevice
+  uint64_t record_capacity = 0;
+  CUdeviceptr staging = 0;          // staging byte 0
+  CUdeviceptr staging_host = 0;     // StagingHost
+  CUdeviceptr staging_device = 0;   // the staging's ObservationRingDevice (bytes)
+  uint64_t staging_bytes = 0;
+  CUdeviceptr run_counters = 0;     // kMaxProbeRules uint64: bytes recorded per rule
 };
 
 // What the region and the configuration give the resources.
 struct DeviceSetup {
   void* region = nullptr;           // the channel's observation region (host)
   uint64_t region_bytes = 0;
+  ObservationLayout layout;         // how the agent sized it (observation_layout.h)
   uint32_t site_capacity = 0;       // TCGD_TENSOR_SITES
   uint32_t scratch_regions = 0;     // TCGD_TENSOR_SCRATCH
 };

@@ -504,13 +504,29 @@ struct UnalignedLoader {
   }
 };
 
+// Where a recording chunk's vectors go: vector q of the chunk (q < count)
+// into staging vector (first + q) % (mask + 1), stored as it was loaded, so
+// the bytes are read once. Consecutive threads store consecutive vectors:
+// each warp writes 512 contiguous bytes (except where the staging wraps).
+// count 0: the chunk records nothing, one compare per vector.
+struct StagingStore {
+  uint4* base;
+  uint64_t first;
+  uint64_t mask;
+  uint32_t count;
+  __device__ __forceinline__ void operator()(uint32_t q, const uint4& v) const {
+    if (q < count) base[(first + q) & mask] = v;
+  }
+};
+
 // This thread's vectors t, t + 256, ... of a chunk of `vectors` whole vectors
 // and a short one of `tail` bytes after them, in increasing order, `unroll`
 // loads in flight. Vector q holds words first_word + 2q and one more, so j *
 // kGolden moves on by 2 * 256 * kGolden per vector of a thread.
 template <Dtype D, uint32_t kUnroll, typename Loader>
 __device__ __forceinline__ void scanChunk(Partial<D>& a, const Loader& load, const uint8_t* chunk,
-                                          uint32_t vectors, uint32_t tail, uint64_t first_word) {
+                                          uint32_t vectors, uint32_t tail, uint64_t first_word,
+                                          const StagingStore& store) {
   constexpr uint32_t kElem = sizeof(typename Traits<D>::Bits);
   constexpr uint64_t kStep = 2ull * kThreads * kGolden;  // wrapping, as j * kGolden does
   uint32_t q = threadIdx.x;
@@ -520,16 +536,22 @@ __device__ __forceinline__ void scanChunk(Partial<D>& a, const Loader& load, con
 #pragma unroll
     for (uint32_t u = 0; u < kUnroll; ++u) v[u] = load(q + u * kThreads);
 #pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u) store(q + u * kThreads, v[u]);
+#pragma unroll
     for (uint32_t u = 0; u < kUnroll; ++u) {
       addVector<D, true>(a, v[u], jk + u * kStep, (q + u * kThreads) * (kVectorBytes / kElem), kVectorBytes);
     }
     jk += kUnroll * kStep;
   }
   for (; q < vectors; q += kThreads, jk += kStep) {
-    addVector<D, true>(a, load(q), jk, q * (kVectorBytes / kElem), kVectorBytes);
+    const uint4 v = load(q);
+    store(q, v);
+    addVector<D, true>(a, v, jk, q * (kVectorBytes / kElem), kVectorBytes);
   }
   if (tail != 0 && q == vectors) {  // the short vector is this thread's last
-    addVector<D, false>(a, loadBytes(chunk + q * kVectorBytes, tail), jk, q * (kVectorBytes / kElem), tail);
+    const uint4 v = loadBytes(chunk + q * kVectorBytes, tail);
+    store(q, v);  // zero-padded past the range's end
+    addVector<D, false>(a, v, jk, q * (kVectorBytes / kElem), tail);
   }
 }
 
@@ -574,7 +596,9 @@ __device__ __noinline__ Totals reduceLanes(Totals t, uint32_t from) {
 struct BlockShared {
   Totals warps[2][kWarps];
   unsigned long long sequence[2];  // the chunk's claimed slot, or kDroppedSlot
+  RecordClaim record[2];           // a recording chunk's claim (its claimer's, before the chunk's loads)
   alignas(16) ObservationSlot slot;  // warp 0's staging of the slot or partial it writes
+  alignas(16) RecordSlot record_slot;  // warp 0's staging of a chunk's record slot
   uint32_t exec;
 };
 
@@ -590,6 +614,17 @@ struct Sink {
   ObservationRingDevice* ring;
   uint64_t capacity;
   uint8_t* scratch;  // ScratchRegion, or nullptr: a slot per chunk
+  // Recording (RecordParams): records nullptr when the launch records nothing.
+  RecordSlot* records;
+  ObservationRingHost* record_host;
+  ObservationRingDevice* record_ring;
+  uint64_t record_capacity;
+  uint4* staging;
+  StagingHost* staging_host;
+  ObservationRingDevice* staging_ring;
+  uint64_t staging_bytes;
+  unsigned long long* run;
+  uint64_t run_limit;
 };
 
 // fingerprint_claim.h's memory operations on the GPU: the counters in device
@@ -613,6 +648,44 @@ struct DeviceRing {
   }
   __device__ void pause() { __nanosleep(256); }
 };
+
+// fingerprint_claim.h's staging operations (claimBytes), in bytes.
+struct DeviceStaging {
+  ObservationRingDevice* ring;
+  StagingHost* host;
+  __device__ uint64_t knownConsumer() {
+    return *reinterpret_cast<volatile unsigned long long*>(&ring->known_consumer);
+  }
+  __device__ uint64_t consumer() { return host->consumer; }
+  __device__ void raiseKnownConsumer(uint64_t c) { atomicMax(&ring->known_consumer, c); }
+  __device__ uint64_t addTaken(uint64_t n) { return atomicAdd(&ring->taken, n); }
+  __device__ uint64_t addClaimed(uint64_t n) { return atomicAdd(&ring->claimed, n); }
+};
+
+struct DeviceRun {
+  unsigned long long* counter;
+  __device__ uint64_t add(uint64_t n) { return atomicAdd(counter, n); }
+};
+
+// Warp 0 writes a chunk's record slot staged in shared memory, as writeSlot
+// does (lanes 0-8 mix the commit, lanes 0-4 store 16 bytes each), then
+// fences it to the system: the observation slot the launch writes later
+// lands after it, so a reader that has an observation finds its values
+// (the print action's).
+__device__ __forceinline__ void writeRecord(const Sink& sink, RecordSlot& staged, unsigned long long seq,
+                                            uint32_t lane) {
+  const auto* words = reinterpret_cast<const uint64_t*>(&staged);
+  uint64_t mixed = lane < kRecordSlotWords ? commitWord(lane, words[lane]) : 0;
+  for (uint32_t o = 16; o > 0; o /= 2) mixed += __shfl_down_sync(0xffffffffu, mixed, o);
+  if (lane == 0) staged.commit = commitOf(seq, mixed);
+  __syncwarp();
+  RecordSlot* slot = sink.records + (seq & (sink.record_capacity - 1));
+  if (lane < sizeof(RecordSlot) / 16) {
+    reinterpret_cast<uint4*>(slot)[lane] = reinterpret_cast<const uint4*>(&staged)[lane];
+    __threadfence_system();
+  }
+  __syncwarp();
+}
 
 // Warp 0 writes the slot staged in shared memory: lanes 0-14 mix a word of
 // it each into the commit word (slotCommit), then lanes 0-7 store one
@@ -678,6 +751,9 @@ struct Chunk {
   uint32_t slot_in_launch;  // the range's position in the launch (its arrival count)
   uint32_t first_chunk;     // FingerprintRange::first_chunk
   uint64_t range_bytes;     // FingerprintRange::bytes
+  uint64_t record_limit;    // recordLimit of the range (0: nothing recorded)
+  uint32_t record_wanted;   // recordWanted of this chunk (0: it records nothing)
+  uint32_t dtype;
   bool combine;         // a partial into the scratch region, not a slot of its own
   bool prefetch;        // a launch of few blocks: bring the chunk into L2 first
 };
@@ -755,18 +831,30 @@ __device__ void fingerprintChunk(const Sink& sink, const Chunk& c, uint32_t exec
   const uint32_t tail = c.bytes % kVectorBytes;
   const uint64_t first_word = c.offset / 8;
   const uintptr_t address = reinterpret_cast<uintptr_t>(c.data);
+  // A recording chunk's claim is in sh.record[buf] (a barrier after its
+  // claimer wrote it).
+  StagingStore store{sink.staging, 0, 0, 0};
+  if (c.record_wanted != 0) {
+    const RecordClaim& claim = sh.record[buf];
+    store.first = claim.position / kVectorBytes;
+    store.mask = sink.staging_bytes / kVectorBytes - 1;
+    store.count = static_cast<uint32_t>((claim.length + kVectorBytes - 1) / kVectorBytes);
+  }
   if (address % kVectorBytes == 0) {
 #ifndef TCGD_FINGERPRINT_NO_PREFETCH  // tests/tensor/fingerprint_node_bench.cu measures without
     if (c.prefetch && threadIdx.x == 0) prefetchChunk(c.data, c.bytes);
 #endif
     scanChunk<D, kUnrollOf<D>>(a, AlignedLoader{reinterpret_cast<const uint4*>(c.data)}, c.data, vectors,
-                               tail, first_word);
+                               tail, first_word, store);
   } else {
     const uint32_t align = static_cast<uint32_t>(address & (0 - address) & 15u);
     // Rare (a view at an odd offset, a byte range): one load in flight keeps
     // the code small; L1 serves the narrower loads' neighbours.
-    scanChunk<D, 1>(a, UnalignedLoader{c.data, align}, c.data, vectors, tail, first_word);
+    scanChunk<D, 1>(a, UnalignedLoader{c.data, align}, c.data, vectors, tail, first_word, store);
   }
+  // The bytes this thread stored reach host memory before the record slot
+  // that names them is written (after the barrier below).
+  if (threadIdx.x < store.count) __threadfence_system();
   a.finish();
   Totals t = reduceLanes(Totals{a.hash, a.zero, a.nan, a.pos_inf, a.neg_inf, a.first, a.sum,
                                 a.sum_squares, static_cast<double>(a.minimum),
@@ -780,6 +868,30 @@ __device__ void fingerprintChunk(const Sink& sink, const Chunk& c, uint32_t exec
   // Lanes >= 8 take warp 0's totals too; they never reach lane 0's sum.
   t = reduceLanes(sh.warps[buf][lane < kWarps ? lane : 0], kWarps / 2);
   if (lane == 0) stageSlot<D>(sh.slot, sink, c, exec, t);
+  if (c.record_wanted != 0 && sh.record[buf].sequence != kDroppedSlot) {
+    const RecordClaim claim = sh.record[buf];
+    if (lane == 0) {
+      RecordSlot& r = sh.record_slot;
+      r = RecordSlot{};
+      r.site = sink.site;
+      r.exec = exec;
+      r.range = c.range;
+      r.offset = c.offset;
+      r.position = claim.position;
+      r.length = claim.length;
+      r.wanted = c.record_wanted;
+      r.range_bytes = c.range_bytes;
+      r.limit = c.record_limit;
+      r.flags = claim.flags;
+      if (claim.length == c.bytes) {  // the whole chunk: its hash is the bytes'
+        r.hash = t.hash;
+        r.flags |= kRecordHashed;
+      }
+      r.dtype = c.dtype;
+    }
+    __syncwarp();
+    writeRecord(sink, sh.record_slot, claim.sequence, lane);
+  }
   __syncwarp();
   if (!c.combine) {
     const unsigned long long seq = sh.sequence[buf];
@@ -933,9 +1045,23 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
   // A launch of more chunks than a scratch region holds goes without one
   // (the agent never sends such a launch with one).
   uint8_t* scratch = p.total_chunks <= kScratchChunks ? reinterpret_cast<uint8_t*>(p.scratch) : nullptr;
-  const Sink sink{p.site, reinterpret_cast<ObservationSlot*>(p.slots),
+  const bool records = p.record.slots != 0 && p.record.capacity != 0 && p.record.staging_bytes >= kVectorBytes;
+  const Sink sink{p.site,
+                  reinterpret_cast<ObservationSlot*>(p.slots),
                   reinterpret_cast<ObservationRingHost*>(p.ring_host),
-                  reinterpret_cast<ObservationRingDevice*>(p.ring_device), p.capacity, scratch};
+                  reinterpret_cast<ObservationRingDevice*>(p.ring_device),
+                  p.capacity,
+                  scratch,
+                  records ? reinterpret_cast<RecordSlot*>(p.record.slots) : nullptr,
+                  reinterpret_cast<ObservationRingHost*>(p.record.ring_host),
+                  reinterpret_cast<ObservationRingDevice*>(p.record.ring_device),
+                  p.record.capacity,
+                  reinterpret_cast<uint4*>(p.record.staging),
+                  reinterpret_cast<StagingHost*>(p.record.staging_host),
+                  reinterpret_cast<ObservationRingDevice*>(p.record.staging_device),
+                  p.record.staging_bytes,
+                  reinterpret_cast<unsigned long long*>(p.record.run_counter),
+                  p.record.run_counter != 0 ? p.record.run_limit : ~uint64_t{0}};
 
   if (run) {
     uint32_t ri = 0;   // the range of the block's last chunk: the next one's is it or a later one
@@ -972,6 +1098,22 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
       chunk.offset = uint64_t{chunk.index} << shift;
       const uint64_t left = r.bytes > chunk.offset ? r.bytes - chunk.offset : 0;
       chunk.bytes = static_cast<uint32_t>(left < chunk_bytes ? left : chunk_bytes);
+      // A chunk inside its range's record budget claims its record slot and
+      // staging space before any thread loads: the loads store as they go.
+      chunk.record_limit = records ? recordLimit(p.record, r.bytes, r.dtype) : 0;
+      chunk.record_wanted = static_cast<uint32_t>(recordWanted(chunk.offset, chunk.bytes, chunk.record_limit));
+      chunk.dtype = r.dtype;
+      if (chunk.record_wanted != 0) {
+        if (threadIdx.x == kClaimer) {
+          DeviceRing ring{sink.record_ring, sink.record_host};
+          DeviceStaging staging{sink.staging_ring, sink.staging_host};
+          DeviceRun run{sink.run};
+          sh.record[buf] = claimRecord(ring, sink.record_capacity, staging, sink.staging_bytes, run,
+                                       sink.run != nullptr ? sink.run_limit : ~uint64_t{0},
+                                       chunk.record_wanted);
+        }
+        __syncthreads();
+      }
       chunk.data = reinterpret_cast<const uint8_t*>(r.ptr) + chunk.offset;
       chunk.chunks = r.chunks;
       chunk.range = r.index;

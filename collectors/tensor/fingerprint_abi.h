@@ -229,6 +229,100 @@ struct SiteState {
 };
 static_assert(sizeof(SiteState) == 8);
 
+// ---- recording: the bytes of a range (the record and print actions) -------
+// A launch whose rule records (docs/tensor.md, "Recording values") copies
+// the first bytes of each range, up to a budget, into the staging ring while
+// it fingerprints them: the 16-byte vectors the kernel loads anyway are
+// stored, as loaded, into staging space it claimed, so the bytes are read
+// once. Each chunk that records anything gets a RecordSlot in the record
+// ring that says where its bytes are. Both rings are pinned host memory
+// mapped into the device, regions of the channel's memfd that the recorder
+// maps too, so what the GPU wrote survives the job.
+
+// Where a launch's recorded bytes go and how many it may record (all zero:
+// nothing is recorded).
+struct RecordParams {
+  uint64_t slots;          // device address of RecordSlot 0 (0: the launch records nothing)
+  uint64_t ring_host;      // device address of the record ring's ObservationRingHost
+  uint64_t ring_device;    // device address of the record ring's ObservationRingDevice
+  uint64_t capacity;       // record slots, a power of two
+  uint64_t staging;        // device address of staging byte 0
+  uint64_t staging_host;   // device address of the StagingHost
+  uint64_t staging_device; // device address of the staging's ObservationRingDevice (counts bytes)
+  uint64_t staging_bytes;  // staging capacity in bytes, a power of two
+  uint64_t limit;          // bytes of each range recorded at most, from its first byte (bytes=)
+  uint64_t elements;       // when not 0: elements of each range instead (print's values=N)
+  uint64_t run_counter;    // device address of the rule's bytes recorded so far (a uint64)
+  uint64_t run_limit;      // the rule's bytes per run (run-bytes=); ~0: no cap
+};
+static_assert(sizeof(RecordParams) == 96);
+
+// Bytes of range `r` (of `range_bytes` and dtype `dtype`) an observation
+// records: its first min(range_bytes, budget) bytes.
+TCGD_HOST_DEVICE constexpr uint64_t recordLimit(const RecordParams& p, uint64_t range_bytes, uint8_t dtype) {
+  const uint64_t budget = p.elements != 0 ? p.elements * dtypeBytes(static_cast<Dtype>(dtype)) : p.limit;
+  return budget < range_bytes ? budget : range_bytes;
+}
+
+// The bytes of a chunk at `offset` (of `chunk_bytes`) inside the first
+// `limit` bytes of its range: what the chunk records when nothing else cuts.
+TCGD_HOST_DEVICE constexpr uint64_t recordWanted(uint64_t offset, uint64_t chunk_bytes, uint64_t limit) {
+  if (offset >= limit) return 0;
+  return limit - offset < chunk_bytes ? limit - offset : chunk_bytes;
+}
+
+// Staging space is claimed in whole 16-byte vectors (the kernel's stores).
+inline constexpr uint64_t kStagingAlign = 16;
+TCGD_HOST_DEVICE constexpr uint64_t stagingSpan(uint64_t bytes) {
+  return (bytes + kStagingAlign - 1) & ~(kStagingAlign - 1);
+}
+
+// RecordSlot flags.
+inline constexpr uint32_t kRecordRunCut = 1;       // fewer bytes than wanted: the rule's run-bytes= budget ran out
+inline constexpr uint32_t kRecordStagingFull = 2;  // no bytes: the staging ring had no room (dropped, counted)
+inline constexpr uint32_t kRecordHashed = 4;       // `hash` covers the recorded bytes (the whole chunk was recorded)
+
+// One chunk's recorded bytes: `length` bytes of the range from `offset`,
+// at staging byte `position` (a running count: the byte is at position %
+// staging_bytes, and the next ones follow, wrapping at the end). Written
+// like an ObservationSlot: plain stores and a commit word over its first 9
+// words (recordCommit), by the block that recorded the bytes, after a
+// system-scope fence that makes the bytes visible first; the recorder takes
+// the slot once its commit checks.
+struct RecordSlot {
+  uint64_t site;
+  uint32_t exec;         // the site's execution index (its replay; 0 eager)
+  uint32_t range;        // FingerprintRange::index
+  uint64_t offset;       // byte offset within the range of the first recorded byte
+  uint64_t position;     // staging position of the bytes (meaningless when length is 0)
+  uint32_t length;       // bytes recorded
+  uint32_t wanted;       // bytes this chunk would have recorded (length < wanted: kRecordRunCut or kRecordStagingFull)
+  uint64_t range_bytes;  // the range's fingerprinted bytes
+  uint64_t limit;        // recordLimit: bytes of the range the observation records at most
+  uint64_t hash;         // kRecordHashed: the sum of wordHash over the recorded bytes' words (range-relative j)
+  uint32_t flags;        // kRecord*
+  uint32_t dtype;        // Dtype
+  uint64_t commit;       // recordCommit(sequence, the fields above)
+};
+static_assert(sizeof(RecordSlot) == 80 && sizeof(RecordSlot) % 16 == 0);
+inline constexpr uint32_t kRecordSlotWords = 9;  // words the commit checks
+
+// The host side of the staging ring: its first 4 KiB page (the bytes follow).
+struct StagingHost {
+  uint64_t magic;         // kStagingMagic
+  uint64_t capacity;      // bytes, a power of two
+  uint64_t data_offset;   // bytes from this header to staging byte 0
+  uint64_t reserved[5];
+  // Written by the recorder only: every staging position below it has been
+  // read and may be written again. The GPU reads it only when the staging
+  // looks full.
+  alignas(64) volatile uint64_t consumer;
+};
+static_assert(sizeof(StagingHost) <= 4096);
+inline constexpr uint64_t kStagingMagic = 0x31475453544754ull;       // "TGTSTG1"
+inline constexpr uint64_t kRecordRingMagic = 0x31434552544754ull;    // "TGTREC1"
+inline constexpr uint64_t kStagingHeaderBytes = 4096;
+
 // Passed by value: these are the kernel's parameters (at most 4 KiB).
 struct FingerprintParams {
   uint64_t site;         // the site id (ObservationSlot::site)
@@ -242,6 +336,7 @@ struct FingerprintParams {
   uint32_t replay_last;  // (eager: 0 and 0xffffffff)
   uint32_t total_chunks; // sum of the ranges' chunks
   uint32_t range_count;  // 1..kMaxRangesPerLaunch
+  RecordParams record;   // the bytes to record (record.slots 0: none)
   FingerprintRange ranges[kMaxRangesPerLaunch];
 };
 static_assert(sizeof(FingerprintParams) <= 4096);
@@ -328,6 +423,14 @@ TCGD_HOST_DEVICE constexpr uint64_t slotCommit(uint64_t sequence, const uint64_t
 
 inline constexpr uint64_t kNoIndex = ~uint64_t{0};
 
+// The commit word of record slot `sequence` whose first kRecordSlotWords
+// words are `words` (the same mix as slotCommit's).
+TCGD_HOST_DEVICE constexpr uint64_t recordCommit(uint64_t sequence, const uint64_t* words) {
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < kRecordSlotWords; ++i) sum += commitWord(i, words[i]);
+  return commitOf(sequence, sum);
+}
+
 // Drop marks: a dropping thread takes d = ObservationRingDevice::drops++ and
 // stores d + 1 into drop_marks[d % kDropMarks]. Each mark only grows, so the
 // largest mark is the number of dropped slots whose mark reached host
@@ -341,7 +444,12 @@ struct ObservationRingHost {
   uint64_t magic;           // kObservationRingMagic
   uint64_t capacity;        // slots, a power of two
   uint64_t slots_offset;    // bytes from this header to slot 0
-  uint64_t reserved[5];
+  // The observation ring's header only, when a rule records: bytes from
+  // this header to the record ring's (an ObservationRingHost of RecordSlots)
+  // and to the StagingHost; 0 when nothing is recorded. Set before the magic.
+  uint64_t record_offset;
+  uint64_t staging_offset;
+  uint64_t reserved[3];
   // Written by the recorder only: every slot sequence below it has been read
   // and its slot may be written again. The GPU reads it (a volatile load
   // across the bus) only when the ring looks full.

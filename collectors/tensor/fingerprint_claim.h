@@ -77,4 +77,86 @@ TCGD_HOST_DEVICE uint64_t claimSlot(Ring& ring, uint64_t capacity) {
   return ring.addClaimed();
 }
 
+// ---- recording (fingerprint_abi.h, "recording") ------------------------------
+//
+// The staging ring is claimed the way the observation ring is, in bytes: a
+// reservation of n bytes at t stands only while t + n - consumer <= capacity,
+// and a standing one takes its position from `claimed`, so the positions
+// handed out never lap the recorder and every one of them belongs to a
+// record slot. `Staging` supplies:
+//
+//   uint64_t knownConsumer();          the staging's ObservationRingDevice::known_consumer
+//   uint64_t consumer();               StagingHost::consumer (across the bus)
+//   void raiseKnownConsumer(uint64_t); atomic max into known_consumer
+//   uint64_t addTaken(uint64_t);       atomic add to taken, returns the old value
+//   uint64_t addClaimed(uint64_t);     atomic add to claimed, returns the old value
+//
+// and `Run` the rule's bytes recorded so far: uint64_t add(uint64_t) (atomic
+// add, returns the old value; a wrapping add of -n gives n back).
+
+// The staging position of `span` bytes (a multiple of kStagingAlign), or
+// kDroppedSlot when the staging has no room for them.
+template <typename Staging>
+TCGD_HOST_DEVICE uint64_t claimBytes(Staging& staging, uint64_t span, uint64_t capacity) {
+  if (span > capacity) return kDroppedSlot;
+  uint64_t known = staging.knownConsumer();
+  const uint64_t t = staging.addTaken(span);
+  if (static_cast<int64_t>(t + span - known) > static_cast<int64_t>(capacity)) {
+    const uint64_t consumer = staging.consumer();
+    if (static_cast<int64_t>(consumer - known) > 0) {
+      staging.raiseKnownConsumer(consumer);
+      known = consumer;
+    }
+    if (static_cast<int64_t>(t + span - known) > static_cast<int64_t>(capacity)) {
+      staging.addTaken(0 - span);  // give the reservation back
+      return kDroppedSlot;
+    }
+  }
+  return staging.addClaimed(span);
+}
+
+// What one chunk records: its record slot (kDroppedSlot: none, the record
+// ring was full and the drop is marked), the staging position and length of
+// its bytes, and kRecord* flags.
+// (Trivial, for the kernel's shared memory: claimRecord fills every field.)
+struct RecordClaim {
+  uint64_t sequence;
+  uint64_t position;
+  uint32_t length;
+  uint32_t flags;
+};
+
+// Claims the record slot of a chunk that wants `wanted` bytes (> 0), then
+// the rule's run budget, then the staging space: the slot first, so that
+// every staging position claimed is named by a slot (the recorder frees
+// staging only as slots name it) and a cut or drop is always described.
+// Bytes the staging had no room for go back to the run budget.
+template <typename Records, typename Staging, typename Run>
+TCGD_HOST_DEVICE RecordClaim claimRecord(Records& records, uint64_t record_capacity, Staging& staging,
+                                         uint64_t staging_bytes, Run& run, uint64_t run_limit,
+                                         uint32_t wanted) {
+  RecordClaim c{kDroppedSlot, 0, 0, 0};
+  c.sequence = claimSlot(records, record_capacity);
+  if (c.sequence == kDroppedSlot) return c;
+  uint64_t got = wanted;
+  if (run_limit != ~uint64_t{0}) {
+    const uint64_t before = run.add(wanted);
+    got = before >= run_limit ? 0 : (run_limit - before < wanted ? run_limit - before : wanted);
+    if (got < wanted) {
+      c.flags |= kRecordRunCut;
+      run.add(0 - (wanted - got));  // the part not taken stays in the budget
+    }
+  }
+  if (got == 0) return c;
+  const uint64_t position = claimBytes(staging, stagingSpan(got), staging_bytes);
+  if (position == kDroppedSlot) {
+    c.flags |= kRecordStagingFull;
+    if (run_limit != ~uint64_t{0}) run.add(0 - got);
+    return c;
+  }
+  c.position = position;
+  c.length = static_cast<uint32_t>(got);
+  return c;
+}
+
 }  // namespace tcgd::tensor

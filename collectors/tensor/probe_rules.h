@@ -14,7 +14,7 @@
 //   value  := "off" | "" | rule { ";" rule } [ ";" ]
 //   rule   := ACTION [ ":" item { "," item } ]
 //   item   := KEY "=" VALUE | INDEX            (an INDEX continues args=)
-//   ACTION := fingerprint | print              (record, check: later)
+//   ACTION := fingerprint | print | record     (check: later)
 //
 // Spaces around separators are ignored. Inside a VALUE, "\," and "\;" stand
 // for a literal ',' and ';' (a regex over demangled names meets ", " in
@@ -55,12 +55,14 @@ namespace tcgd::collectors::tensor {
 
 enum class ProbeAction : uint8_t {
   kFingerprint = 0,
-  // Accepted by the syntax, refused by this build with a clear message until
-  // they land (the rule syntax leaves room for them):
+  // Fingerprints, and copies the bytes of each range (up to bytes=, within
+  // run-bytes=) into the bundle (docs/tensor.md, "Recording values").
   kRecord = 1,
   // Fingerprints, and tcgd-recorder prints a line per observation
   // (tools/recorder/tensor_printer.h).
   kPrint = 2,
+  // Accepted by the syntax, refused by this build with a clear message until
+  // it lands (the rule syntax leaves room for it):
   kCheck = 3,
 };
 
@@ -72,6 +74,10 @@ struct IndexRange {
   uint64_t last = UINT64_MAX;
   bool contains(uint64_t v) const { return v >= first && v <= last; }
 };
+
+inline constexpr uint64_t kDefaultRecordBytes = uint64_t{16} << 20;  // bytes=16M
+inline constexpr uint64_t kDefaultRunBytes = uint64_t{4} << 30;      // run-bytes=4G
+inline constexpr uint64_t kMaxPrintValues = 64;                      // values=N at most
 
 struct ProbeRule {
   ProbeAction action = ProbeAction::kFingerprint;
@@ -119,6 +125,15 @@ struct ProbeRule {
   // lines=N is the rule's budget of printed lines (200).
   uint64_t every = 1;
   uint64_t lines = 200;
+  // record only: bytes=N[K|M|G] records the first N bytes of each range
+  // (of what max-bytes= leaves) per observation; run-bytes=N[K|M|G] is the
+  // rule's budget for the whole run. 0: no cap. What a budget cuts is
+  // counted and named (record_cut_budget, record_cut_run), never silent.
+  uint64_t record_bytes = kDefaultRecordBytes;
+  uint64_t run_bytes = kDefaultRunBytes;
+  // print only: values=N records the first N elements of each range and
+  // prints them (8; 0: none).
+  uint64_t values = 8;
   // workspaces=on|off: whether words inside a library's workspace (cuBLAS's,
   // learnt from cublasSetWorkspace_v2 and cublasLtMatmul) are ranges (off:
   // the workspace is scratch, left out and counted as ranges_workspace).
@@ -149,15 +164,16 @@ inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
     "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
-    "workspaces=on|off, overlap=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N "
+    "workspaces=on|off, overlap=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
+    "values=N; record[:KEY=VALUE,...] the same keys and bytes=N[K|M|G], run-bytes=N[K|M|G] "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
 
 // Parses `text` (surrounding spaces trimmed; "off" and "" give no rules).
 // On error returns false, leaves *out untouched and, when `error` is not
 // null, says in one line what is wrong and where ("rule 2: unknown key
 // 'kernal' (did you mean 'kernel'? expected one of kernel, exclude, ...)").
-// Regexes are checked with regcomp. Actions other than fingerprint parse but
-// are refused with "record: not available in this build (only fingerprint)".
+// Regexes are checked with regcomp. check parses but is refused with
+// "check: not available in this build (fingerprint, print and record are)".
 // `out` may be null (validation only).
 inline bool parseProbeRules(std::string_view text, ProbeRules* out, std::string* error = nullptr);
 
@@ -223,10 +239,11 @@ namespace probe_rules_detail {
 inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations", "when",
                                              "graphs", "replays", "args",        "max-bytes",
                                              "dtype",  "copies",      "workspaces", "overlap",
-                                             "every",  "lines"};
+                                             "every",  "lines",       "bytes",      "run-bytes",
+                                             "values"};
 inline constexpr const char* kKeyList =
     "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, "
-    "overlap, every, lines";
+    "overlap, every, lines, bytes, run-bytes, values";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -542,6 +559,30 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
     (key == "every" ? r->every : r->lines) = n;
     return true;
   }
+  if (key == "bytes" || key == "run-bytes") {
+    if (r->action != ProbeAction::kRecord) {
+      *error = std::string(key) + "= is an option of record (record:" + std::string(key) + "=N)";
+      return false;
+    }
+    uint64_t n = 0;
+    if (!byteCount(value, &n, &why)) {
+      *error = where + why;
+      return false;
+    }
+    (key == "bytes" ? r->record_bytes : r->run_bytes) = n == 0 ? UINT64_MAX : n;
+    return true;
+  }
+  if (key == "values") {
+    if (r->action != ProbeAction::kPrint) {
+      *error = "values= is an option of print (print:values=N)";
+      return false;
+    }
+    if (!number(value, kMaxPrintValues, &r->values, &why)) {
+      *error = where + why + "; expected an integer between 0 and " + std::to_string(kMaxPrintValues);
+      return false;
+    }
+    return true;
+  }
   if (key == "max-bytes") {
     if (!byteCount(value, &r->max_bytes, &why)) {
       *error = where + why;
@@ -596,11 +637,11 @@ inline bool parseRule(std::string_view text, ProbeRule* r, std::string* error) {
       return false;
     }
     *error = "unknown action '" + std::string(action) + "' (" + suggestion(action, kActions) +
-             "expected fingerprint, or off alone)";
+             "expected fingerprint, print or record, or off alone)";
     return false;
   }
-  if (a != 0 && a != static_cast<size_t>(ProbeAction::kPrint)) {
-    *error = std::string(action) + ": not available in this build (fingerprint and print are)";
+  if (a == static_cast<size_t>(ProbeAction::kCheck)) {
+    *error = std::string(action) + ": not available in this build (fingerprint, print and record are)";
     return false;
   }
   r->action = static_cast<ProbeAction>(a);

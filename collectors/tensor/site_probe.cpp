@@ -114,12 +114,34 @@ uint64_t internParams(uint64_t function, const uint8_t* params, uint32_t n) {
   return agent::emitBlob(BlobKind::kTensorParams, params, n, &blob) ? blob : 0;
 }
 
+// What a launch of `rule` records (nothing when the rule neither records
+// nor prints values, or the device has no staging).
+void fillRecord(const ProbeRule& rule, uint32_t index, const DeviceResources& dev,
+                ::tcgd::tensor::RecordParams* out) {
+  *out = ::tcgd::tensor::RecordParams{};
+  const bool values = rule.action == ProbeAction::kPrint && rule.values != 0;
+  if ((rule.action != ProbeAction::kRecord && !values) || dev.staging_bytes == 0) return;
+  out->slots = dev.record_slots;
+  out->ring_host = dev.record_host;
+  out->ring_device = dev.record_device;
+  out->capacity = dev.record_capacity;
+  out->staging = dev.staging;
+  out->staging_host = dev.staging_host;
+  out->staging_device = dev.staging_device;
+  out->staging_bytes = dev.staging_bytes;
+  out->limit = values ? 0 : rule.record_bytes;
+  out->elements = values ? rule.values : 0;
+  out->run_counter = values ? 0 : dev.run_counters + uint64_t{index} * 8;
+  out->run_limit = values ? UINT64_MAX : rule.run_bytes;
+}
+
 bool deviceReadyFor(const CaptureFacts& capture, bool count_skips) {
   if (device().state() != TensorDevice::State::kReady) {
     channel::Channel* ch = agent::activeChannel();
     DeviceSetup setup;
     setup.region = ch != nullptr ? ch->observationRegion() : nullptr;
     setup.region_bytes = ch != nullptr ? ch->observationBytes() : 0;
+    setup.layout = settings().layout;
     setup.site_capacity = settings().site_capacity;
     setup.scratch_regions = settings().scratch_regions;
     std::string why;
@@ -301,6 +323,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     fp.replay_last = replay_last;
     fp.range_count = n;
     fp.total_chunks = chunks;
+    fillRecord(settings().rules.rule(static_cast<size_t>(p.rule)), static_cast<uint32_t>(p.rule), dev, &fp.record);
     if (device().launch(&fp, stream) != CUDA_SUCCESS) {
       status = 6;  // launch_failed
       count(kSkipLaunchFailed);

@@ -126,6 +126,8 @@ bool doStart() {
       std::min<uint64_t>(inForceNumber("TCGD_TENSOR_MAX_RANGES", 1024), Scratch::kMaxRanges));
   s->site_capacity = static_cast<uint32_t>(inForceNumber("TCGD_TENSOR_SITES", 65536));
   s->scratch_regions = static_cast<uint32_t>(inForceNumber("TCGD_TENSOR_SCRATCH", 64));
+  s->layout = observationLayout(agent::config().tensor_slots,
+                                stagingBytesFor(rules, agent::config().tensor_staging));
   // Blocks are many and small; driver allocations and the allocator's
   // segments fewer and large (the maps reserve address space for their
   // capacity and touch what they use: docs/tensor.md, "What it takes").

@@ -186,12 +186,12 @@ TEST(Config, TensorRuleErrorSaysWhatIsWrongInOneLine) {
   EXPECT_EQ(l.status.message(),
             "TCGD_TENSOR=fingerprint:kernal=~x: rule 1: unknown key 'kernal' (did you mean "
             "'kernel'? expected one of kernel, exclude, invocations, when, graphs, replays, args, "
-            "max-bytes, dtype, copies, workspaces, overlap, every, lines)");
-  const Loaded r = load(env({{"TCGD_TENSOR", " fingerprint;record:kernel=~gemm "}}));
+            "max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values)");
+  const Loaded r = load(env({{"TCGD_TENSOR", " fingerprint;check:kernel=~gemm "}}));
   ASSERT_FALSE(r.status.isOk());
   EXPECT_EQ(r.status.message(),
-            "TCGD_TENSOR=fingerprint;record:kernel=~gemm: rule 2: record: not available in this "
-            "build (fingerprint and print are)");
+            "TCGD_TENSOR=fingerprint;check:kernel=~gemm: rule 2: check: not available in this "
+            "build (fingerprint, print and record are)");
   TempFile file("TCGD_TENSOR='fingerprint:invocations=5-3'\n");
   const Loaded f = load(env({{"TCGD_CONFIG", file.path()}}));
   ASSERT_FALSE(f.status.isOk());

@@ -284,7 +284,7 @@ TEST_F(TensorBundleTest, DumpRefusesAnUnknownPartAndFramesWithTensor) {
   Pair p = eagerThenGraph();
   const std::string path = p.b.write(dir_.file("graph.tcgd-tensor")).path;
   expectOneErrorLine(runAnalyze({"dump", "--tensor", "nodes", path}),
-                     "bad --tensor 'nodes': expected kernels, sites, observations or counters");
+                     "bad --tensor 'nodes': expected kernels, sites, observations, payloads or counters");
   expectOneErrorLine(runAnalyze({"dump", "--tensor", "sites", "--frames", path}), "give --frames or --tensor");
 }
 

@@ -133,6 +133,7 @@ class TensorBundle:
         self.sites = []
         self.observations = []
         self.counters = []
+        self.payloads = []
         self.points = []
         self.blobs = {}
         self.trailer = None
@@ -185,9 +186,22 @@ class TensorBundle:
             self.counters.append({"point_ordinal": _one(c, 1), "final": bool(_one(c, 2)), "sites": _one(c, 3),
                                   "observations": _one(c, 4), "slots": _one(c, 5),
                                   "slots_dropped": _one(c, 6), "incomplete": _one(c, 7), "skipped": skipped})
+        if 11 in f:  # TensorPayloadBatch: the recorded bytes
+            for piece in fields(f[11][0]).get(1, []):
+                p = fields(piece)
+                self.payloads.append({"site": _one(p, 1), "exec": _one(p, 2), "range": _one(p, 3),
+                                      "offset": _one(p, 4), "data": p.get(5, [b""])[-1], "wanted": _one(p, 6),
+                                      "range_bytes": _one(p, 7), "limit": _one(p, 8), "flags": _one(p, 9)})
         if 15 in f:
             t = fields(f[15][0])
             self.trailer = {"complete": bool(_one(t, 1)), "end_reason": _string(t, 2)}
+
+    def recorded(self, site, exec_, range_):
+        """An observation's recorded bytes: its pieces joined in offset order."""
+        pieces = sorted((p for p in self.payloads
+                         if p["site"] == site and p["exec"] == exec_ and p["range"] == range_),
+                        key=lambda p: p["offset"])
+        return b"".join(p["data"] for p in pieces)
 
     def by_site(self):
         out = {}

@@ -381,8 +381,31 @@ def correct(mode):
     return g.digest(torch.stack(losses), *model.parameters()), {"bug": None, "losses": [float(l) for l in losses]}
 
 
+# ---- record: a captured program's bytes in every replay ----------------------
+
+def record():
+    static_x = torch.randn(4096, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up, as torch's graph docs do it
+        y = static_x * 2 + 1
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = static_x * 2 + 1
+    replays = []
+    for _ in range(3):
+        static_x.copy_(torch.randn(4096, device="cuda"))
+        graph.replay()
+        torch.cuda.synchronize()
+        # torch's own copy of what the replay left in y
+        replays.append(y.clone().cpu().numpy().tobytes().hex())
+    return g.digest(y), {"ptr": y.data_ptr(), "bytes": y.numel() * 4, "replays": replays}
+
+
 CASES = {
     "quickstart": lambda: quickstart(),
+    "record": lambda: record(),
     "transformer": lambda: transformer(MODE),
     "compile": lambda: compile_case(),
     "two-streams": lambda: two_streams(),

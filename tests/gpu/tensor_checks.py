@@ -7,6 +7,8 @@ run unmodified without and with the agent (TCGD_TENSOR=fingerprint), the
     tensor-compile         torch.compile reduce-overhead: cudagraph trees' replays observed
     tensor-two-streams     a capture forking onto a second stream: both branches observed per replay
     tensor-kill            SIGKILL after N synchronized replays: the bundle holds all N
+    tensor-record          TCGD_TENSOR=record: a captured tensor's bytes in each of 3 replays equal torch's copies
+    tensor-record-kernel   record_gpu_check: recorded bytes bit-exact, and the 1 GiB record rate vs a pinned copy
     tensor-planted-<bug>   the planted bugs of first-divergence, eager and graph (tensor_expect.py)
 
 The checks of a bundle (check_*: a TensorBundle, the program's truth.json and
@@ -332,6 +334,57 @@ def fingerprint_check(gate, only):
     gate.rows.append((name, all(c[0] for c in checks), checks, time.time() - t0))
 
 
+def check_record(b, truth, expect):
+    """The last captured kernel that names y (the add that writes it) recorded
+    y's bytes in every replay, each equal to torch's copy after that replay."""
+    ptr = truth["ptr"]
+    sites = [s for s in captured(b) if s["kind"] in (1, 2) and any(r["ptr"] == ptr for r in s["ranges"])]
+    expect(bool(sites), f"a captured kernel names y ({len(captured(b))} captured sites)")
+    if not sites:
+        return
+    last = max(sites, key=lambda s: s["node"])
+    index = next(r["index"] for r in last["ranges"] if r["ptr"] == ptr)
+    for k, want in enumerate(truth["replays"]):
+        got = b.recorded(last["site"], k, index)
+        expect(got == bytes.fromhex(want),
+               f"replay {k}: {len(got)} recorded bytes of y equal torch's copy ({truth['bytes']} bytes)")
+    final = b.counters[-1] if b.counters else {}
+    expect(final.get("slots_dropped", 0) == 0, f"nothing dropped ({final})")
+
+
+def record_case(gate, only):
+    name = "tensor-record"
+    if only and name not in only:
+        return
+    case_dir, truth, b, expect, checks, traced = common(gate, name, ["record"],
+                                                          env={"TCGD_TENSOR": "record:when=capture"})
+    if b and truth:
+        run_bundle_check(check_record, b, truth, expect)
+    finish(gate, name, checks, traced)
+
+
+def record_kernel_check(gate, only):
+    """record_gpu_check (tests/tensor): the kernel's recording on the GPU."""
+    name = "tensor-record-kernel"
+    if only and name not in only:
+        return
+    exe = gate.build / "bin" / "record_gpu_check"
+    checks = []
+    if not exe.exists():
+        gate.rows.append((name, False, [(False, f"{exe} built")], 0))
+        return
+    import time
+    t0 = time.time()
+    p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
+    (gate.out / "record_gpu_check.txt").write_text(p.stdout + p.stderr)
+    result = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), "no RESULT line")
+    checks.append((p.returncode == 0, f"exit {p.returncode}: {result}"))
+    for ln in p.stdout.splitlines():
+        if ln.startswith("FAIL") or "GB/s" in ln or "bit-exact" in ln:
+            checks.append((not ln.startswith("FAIL"), ln.strip()[:160]))
+    gate.rows.append((name, all(c[0] for c in checks), checks, time.time() - t0))
+
+
 # The bundle checks the CPU suite replays on tests/golden/tensor/<case>/.
 BUNDLE_CASES = {
     "quickstart": check_quickstart,
@@ -377,7 +430,8 @@ def planted(gate, only):
                           traced_last.seconds if traced_last else 0))
 
 
-STAGE = [fingerprint_check, quickstart, transformer, compile_case, two_streams, kill, planted]
+STAGE = [fingerprint_check, record_kernel_check, quickstart, record_case, transformer, compile_case, two_streams,
+         kill, planted]
 
 
 def run(gate, only):

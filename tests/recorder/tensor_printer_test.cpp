@@ -13,10 +13,14 @@ namespace {
 
 using collectors::tensor::ProbeRules;
 
+// The lines' tests take no values unless the text asks for them (values=N
+// makes a line wait for its values: ValuesEndTheLine).
 ProbeRules rules(std::string_view text) {
   ProbeRules r;
   std::string error;
   EXPECT_TRUE(collectors::tensor::parseProbeRules(text, &r, &error)) << error;
+  if (text.find("values=") == std::string_view::npos)
+    for (auto& rule : r.rules) rule.values = 0;
   return r;
 }
 
@@ -151,6 +155,54 @@ TEST(TensorPrinter, WithoutPrintRulesNothingIsKept) {
   Printed out;
   TensorPrinter p(rules("fingerprint").rules, out.sink());
   EXPECT_FALSE(p.active());
+}
+
+// values=N: the line waits for the observation's first values (a record
+// piece at offset 0) and ends with them, whichever comes first; a line
+// whose values were dropped says so.
+TEST(TensorPrinter, ValuesEndTheLine) {
+  Printed out;
+  TensorPrinter p(rules("print:values=2").rules, out.sink());
+  p.site(site(7, 0, 1, 0));
+  bundle::TensorObservationBatch b;
+  observe(&b, 7, 0);
+  p.observations(b, 0);
+  EXPECT_TRUE(out.lines.empty()) << "waits for its values";
+  bundle::TensorPayloadBatch v;
+  const float first[] = {1.0f, 2.0f};
+  bundle::TensorPayload* piece = v.add_payloads();
+  piece->set_site(7);
+  piece->set_exec(0);
+  piece->set_data(std::string(reinterpret_cast<const char*>(first), sizeof first));
+  piece->set_wanted(8);
+  piece->set_range_bytes(16);
+  piece->set_dtype(static_cast<uint32_t>(::tcgd::tensor::Dtype::kFloat32));
+  p.payloads(v, 0);
+  ASSERT_EQ(out.lines.size(), 1u);
+  EXPECT_NE(out.lines[0].find("hash 0000000000abcdef values [1, 2, ...]"), std::string::npos) << out.lines[0];
+  // Values first, then the observation; then one whose values were dropped.
+  piece->set_exec(1);
+  bundle::TensorPayload* dropped = v.add_payloads();
+  dropped->set_site(7);
+  dropped->set_exec(2);
+  dropped->set_wanted(8);
+  dropped->set_flags(::tcgd::tensor::kRecordStagingFull);
+  p.payloads(v, 0);
+  bundle::TensorObservationBatch c;
+  observe(&c, 7, 1);
+  observe(&c, 7, 2);
+  observe(&c, 7, 3);  // its values never come
+  p.observations(c, 0);
+  ASSERT_EQ(out.lines.size(), 3u);
+  EXPECT_NE(out.lines[1].find("replay 1 "), std::string::npos);
+  EXPECT_NE(out.lines[1].find("values [1, 2, ...]"), std::string::npos) << out.lines[1];
+  EXPECT_NE(out.lines[2].find("values dropped (staging full)"), std::string::npos) << out.lines[2];
+  p.finish();
+  ASSERT_EQ(out.lines.size(), 4u);
+  EXPECT_NE(out.lines[3].find("replay 3 "), std::string::npos);
+  EXPECT_NE(out.lines[3].find("values not recorded"), std::string::npos) << out.lines[3];
+  EXPECT_EQ(valuesText(std::string("\x01\x00\x02\x00", 4), static_cast<uint32_t>(::tcgd::tensor::Dtype::kInt16), 4),
+            " values [1, 2]");
 }
 
 }  // namespace

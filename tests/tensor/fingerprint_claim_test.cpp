@@ -160,5 +160,142 @@ TEST(FingerprintClaim, AFullRingKeepsExactlyItsCapacity) {
   EXPECT_EQ(r.device.known_consumer, kCapacity / 2);
 }
 
+// The staging's byte counters (claimBytes) as the GPU does them.
+struct ThreadedStaging {
+  ObservationRingDevice* ring;
+  StagingHost* host;
+  uint64_t knownConsumer() const { return __atomic_load_n(&ring->known_consumer, __ATOMIC_ACQUIRE); }
+  uint64_t consumer() const { return __atomic_load_n(&host->consumer, __ATOMIC_ACQUIRE); }
+  void raiseKnownConsumer(uint64_t c) {
+    unsigned long long v = __atomic_load_n(&ring->known_consumer, __ATOMIC_RELAXED);
+    while (v < c && !__atomic_compare_exchange_n(&ring->known_consumer, &v, c, true, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_RELAXED)) {
+    }
+  }
+  uint64_t addTaken(uint64_t n) { return __atomic_fetch_add(&ring->taken, n, __ATOMIC_ACQ_REL); }
+  uint64_t addClaimed(uint64_t n) { return __atomic_fetch_add(&ring->claimed, n, __ATOMIC_ACQ_REL); }
+};
+
+struct ThreadedRun {
+  uint64_t* counter;
+  uint64_t add(uint64_t n) { return __atomic_fetch_add(counter, n, __ATOMIC_ACQ_REL); }
+};
+
+// Writers claim spans of 16 to 4096 bytes from a 64 KiB staging while a
+// recorder frees them in position order (as RecordDrain does): no span is
+// ever handed out over bytes not yet read, the spans tile the positions
+// claimed without gap or overlap, and the counters balance.
+TEST(RecordClaim, ManyWritersNeverOverwriteUnreadStagingBytes) {
+  constexpr uint64_t kBytes = 65536;
+  constexpr int kWriters = 8;
+  constexpr int kClaims = 5000;
+  StagingHost host{};
+  ObservationRingDevice device{};
+  host.capacity = kBytes;
+  struct Span {
+    uint64_t position, span;
+  };
+  std::vector<std::vector<Span>> claims(kWriters);
+  std::atomic<uint64_t> overlaps{0};
+  std::atomic<int> writing{kWriters};
+  // Spans published for the recorder: position -> end, under a spin flag.
+  std::vector<std::atomic<uint64_t>> ends(1 << 20);
+  for (auto& e : ends) e.store(0);
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      ThreadedStaging staging{&device, &host};
+      uint32_t x = 12345u + static_cast<uint32_t>(w);
+      for (int i = 0; i < kClaims; ++i) {
+        x = x * 1664525u + 1013904223u;
+        const uint64_t span = stagingSpan(1 + (x >> 8) % 4096);
+        const uint64_t position = claimBytes(staging, span, kBytes);
+        if (position == kDroppedSlot) {
+          std::this_thread::yield();
+          continue;
+        }
+        // Every byte the span covers was read in its last lap.
+        if (position + span > kBytes && __atomic_load_n(&host.consumer, __ATOMIC_ACQUIRE) < position + span - kBytes)
+          ++overlaps;
+        claims[w].push_back({position, span});
+        ends[(position / kStagingAlign) % ends.size()].store(position + span, std::memory_order_release);
+      }
+      --writing;
+    });
+  }
+  // The recorder frees bytes in position order as their spans come.
+  uint64_t consumer = 0;
+  for (;;) {
+    std::atomic<uint64_t>& e = ends[(consumer / kStagingAlign) % ends.size()];
+    const uint64_t end = e.load(std::memory_order_acquire);
+    if (end > consumer) {
+      e.store(0, std::memory_order_relaxed);
+      consumer = end;
+      __atomic_store_n(&host.consumer, consumer, __ATOMIC_RELEASE);
+      continue;
+    }
+    if (writing.load() == 0 && consumer == __atomic_load_n(&device.claimed, __ATOMIC_ACQUIRE)) break;
+    if (writing.load() == 0 && end == 0) {
+      // Nothing more will come: every claimed span was freed, or a gap shows.
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (ends[(consumer / kStagingAlign) % ends.size()].load() == 0) break;
+    }
+    std::this_thread::yield();
+  }
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(overlaps.load(), 0u);
+  EXPECT_EQ(consumer, device.claimed) << "a gap in the claimed positions";
+  EXPECT_EQ(device.taken, device.claimed);  // every reservation stood or was given back
+  uint64_t total = 0;
+  for (const auto& c : claims)
+    for (const Span& s : c) total += s.span;
+  EXPECT_EQ(total, device.claimed);
+  EXPECT_GT(device.claimed, kBytes);  // the recorder's progress was seen and used
+}
+
+TEST(RecordClaim, BudgetsCutAndAFullStagingDropsAndNamesIt) {
+  Ring records(16);
+  StagingHost host{};
+  ObservationRingDevice staging_device{};
+  host.capacity = 1024;
+  ThreadedRing ring{&records.device, &records.host};
+  ThreadedStaging staging{&staging_device, &host};
+  uint64_t recorded = 0;
+  ThreadedRun run{&recorded};
+  // The run budget: 1000 bytes, then a cut, then nothing.
+  RecordClaim a = claimRecord(ring, 16, staging, 1024, run, 1000, 600);
+  EXPECT_EQ(a.length, 600u);
+  EXPECT_EQ(a.flags, 0u);
+  RecordClaim b = claimRecord(ring, 16, staging, 1024, run, 1000, 600);
+  EXPECT_EQ(b.length, 400u);
+  EXPECT_EQ(b.flags, kRecordRunCut);
+  EXPECT_EQ(b.position, 608u);  // after a's whole vectors
+  RecordClaim c = claimRecord(ring, 16, staging, 1024, run, 1000, 600);
+  EXPECT_NE(c.sequence, kDroppedSlot);  // described, with nothing in it
+  EXPECT_EQ(c.length, 0u);
+  EXPECT_EQ(c.flags, kRecordRunCut);
+  EXPECT_EQ(recorded, 1000u);
+  // Without a run budget: the staging (1024 bytes, 1008 taken) has no room
+  // for 600 more; the slot says so and the budget is not spent.
+  RecordClaim d = claimRecord(ring, 16, staging, 1024, run, ~uint64_t{0}, 600);
+  EXPECT_NE(d.sequence, kDroppedSlot);
+  EXPECT_EQ(d.length, 0u);
+  EXPECT_EQ(d.flags, kRecordStagingFull);
+  EXPECT_EQ(staging_device.taken, 1008u);
+  EXPECT_EQ(staging_device.claimed, 1008u);
+  // Once the recorder read a's bytes, there is room again.
+  __atomic_store_n(&host.consumer, 608, __ATOMIC_RELEASE);
+  RecordClaim e = claimRecord(ring, 16, staging, 1024, run, ~uint64_t{0}, 600);
+  EXPECT_EQ(e.length, 600u);
+  EXPECT_EQ(e.position, 1008u);
+  // A full record ring: no slot, a drop mark, nothing claimed.
+  for (int i = 0; i < 11; ++i) (void)claimRecord(ring, 16, staging, 1024, run, ~uint64_t{0}, 16);
+  const uint64_t before = staging_device.claimed;
+  RecordClaim f = claimRecord(ring, 16, staging, 1024, run, ~uint64_t{0}, 16);
+  EXPECT_EQ(f.sequence, kDroppedSlot);
+  EXPECT_EQ(records.maxMark(), 1u);
+  EXPECT_EQ(staging_device.claimed, before);
+}
+
 }  // namespace
 }  // namespace tcgd::tensor

@@ -264,11 +264,109 @@ struct SequentialRing {
   void pause() {}
 };
 
+// The staging's byte counters and the rule's run counter, one writer at a
+// time (as SequentialRing).
+struct SequentialStaging {
+  ObservationRingDevice* ring;
+  StagingHost* host;
+  uint64_t knownConsumer() const { return ring->known_consumer; }
+  uint64_t consumer() const { return __atomic_load_n(&host->consumer, __ATOMIC_ACQUIRE); }
+  void raiseKnownConsumer(uint64_t c) { ring->known_consumer = std::max<uint64_t>(ring->known_consumer, c); }
+  uint64_t addTaken(uint64_t n) { return std::exchange(ring->taken, ring->taken + n); }
+  uint64_t addClaimed(uint64_t n) { return std::exchange(ring->claimed, ring->claimed + n); }
+};
+struct SequentialRun {
+  uint64_t* counter;
+  uint64_t add(uint64_t n) { return std::exchange(*counter, *counter + n); }
+};
+
+template <typename T>
+T* at(uint64_t address) {
+  return reinterpret_cast<T*>(static_cast<uintptr_t>(address));
+}
+
+uint32_t chunkShiftOf(const FingerprintRange& range) {
+  return std::clamp<uint32_t>(range.chunk_shift, kMinChunkShift, kMaxChunkShift);
+}
+
+// Every recording chunk of the launch, in range and chunk order.
+void recordLaunch(const FingerprintParams& params, uint32_t exec) {
+  const RecordParams& rp = params.record;
+  if (rp.slots == 0 || rp.capacity == 0 || rp.staging_bytes < kVectorBytes) return;
+  SequentialRing records{at<ObservationRingDevice>(rp.ring_device), at<ObservationRingHost>(rp.ring_host)};
+  SequentialStaging staging{at<ObservationRingDevice>(rp.staging_device), at<StagingHost>(rp.staging_host)};
+  uint64_t no_counter = 0;
+  SequentialRun run{rp.run_counter != 0 ? at<uint64_t>(rp.run_counter) : &no_counter};
+  const uint64_t run_limit = rp.run_counter != 0 ? rp.run_limit : ~uint64_t{0};
+  auto* slots = at<RecordSlot>(rp.slots);
+  auto* bytes = at<uint8_t>(rp.staging);
+  const uint32_t count = std::min(params.range_count, kMaxRangesPerLaunch);
+  for (uint32_t r = 0; r < count; ++r) {
+    const FingerprintRange& range = params.ranges[r];
+    const uint64_t limit = recordLimit(rp, range.bytes, range.dtype);
+    const uint32_t shift = chunkShiftOf(range);
+    for (uint32_t c = 0; c < range.chunks; ++c) {
+      const uint64_t offset = uint64_t{c} << shift;
+      const uint64_t chunk_bytes =
+          range.bytes > offset ? std::min<uint64_t>(uint64_t{1} << shift, range.bytes - offset) : 0;
+      const uint64_t wanted = recordWanted(offset, chunk_bytes, limit);
+      if (wanted == 0) continue;
+      const RecordClaim claim = claimRecord(records, rp.capacity, staging, rp.staging_bytes, run, run_limit,
+                                            static_cast<uint32_t>(wanted));
+      if (claim.sequence == kDroppedSlot) continue;
+      // The bytes as whole vectors, zero-padded past the range's end.
+      const auto* data = at<const uint8_t>(range.ptr) + offset;
+      for (uint64_t v = 0; v < stagingSpan(claim.length); v += kVectorBytes) {
+        uint8_t vector[kVectorBytes] = {};
+        const uint64_t have = chunk_bytes > v ? std::min<uint64_t>(kVectorBytes, chunk_bytes - v) : 0;
+        std::memcpy(vector, data + v, have);
+        std::memcpy(bytes + ((claim.position + v) & (rp.staging_bytes - 1)), vector, kVectorBytes);
+      }
+      RecordSlot slot = recordSlot(params, range, exec, c, claim);
+      uint64_t words[kRecordSlotWords];
+      std::memcpy(words, &slot, sizeof(words));
+      slot.commit = recordCommit(claim.sequence, words);
+      RecordSlot* out = &slots[claim.sequence & (rp.capacity - 1)];
+      std::memcpy(static_cast<void*>(out), &slot, offsetof(RecordSlot, commit));
+      __atomic_store_n(&out->commit, slot.commit, __ATOMIC_RELEASE);
+    }
+  }
+}
+
 }  // namespace
+
+RecordSlot recordSlot(const FingerprintParams& params, const FingerprintRange& range, uint32_t exec,
+                      uint32_t chunk, const RecordClaim& claim) {
+  const uint32_t shift = chunkShiftOf(range);
+  const uint64_t offset = uint64_t{chunk} << shift;
+  const uint64_t chunk_bytes =
+      range.bytes > offset ? std::min<uint64_t>(uint64_t{1} << shift, range.bytes - offset) : 0;
+  const uint64_t limit = recordLimit(params.record, range.bytes, range.dtype);
+  RecordSlot s{};
+  s.site = params.site;
+  s.exec = exec;
+  s.range = range.index;
+  s.offset = offset;
+  s.position = claim.position;
+  s.length = claim.length;
+  s.wanted = static_cast<uint32_t>(recordWanted(offset, chunk_bytes, limit));
+  s.range_bytes = range.bytes;
+  s.limit = limit;
+  s.flags = claim.flags;
+  if (claim.length == chunk_bytes) {
+    const auto* data = at<const uint8_t>(range.ptr) + offset;
+    for (uint64_t b = 0; b < chunk_bytes; b += 8)
+      s.hash += wordHash((offset + b) / 8, loadLe(data + b, static_cast<uint32_t>(std::min<uint64_t>(8, chunk_bytes - b))));
+    s.flags |= kRecordHashed;
+  }
+  s.dtype = range.dtype;
+  return s;
+}
 
 void execute(const FingerprintParams& params) {
   auto* state = reinterpret_cast<SiteState*>(static_cast<uintptr_t>(params.site_state));
   const uint32_t exec = state != nullptr ? __atomic_load_n(&state->exec, __ATOMIC_ACQUIRE) : 0;
+  if (exec >= params.replay_first && exec <= params.replay_last) recordLaunch(params, exec);
   SequentialRing ring{reinterpret_cast<ObservationRingDevice*>(static_cast<uintptr_t>(params.ring_device)),
                       reinterpret_cast<ObservationRingHost*>(static_cast<uintptr_t>(params.ring_host))};
   auto* slots = reinterpret_cast<ObservationSlot*>(static_cast<uintptr_t>(params.slots));

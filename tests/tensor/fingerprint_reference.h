@@ -12,6 +12,7 @@
 
 #include "collectors/tensor/fingerprint_abi.h"
 #include "collectors/tensor/observation.h"
+#include "collectors/tensor/fingerprint_claim.h"  // RecordClaim
 
 namespace tcgd::tensor::reference {
 
@@ -44,6 +45,18 @@ std::vector<ObservationSlot> launchSlots(const FingerprintParams& params, uint32
 // slot (commit last) into params.slots, and marks drops. Every
 // address in `params` is a host address. The fake CUDA driver calls this
 // for cuLaunchKernel of the fingerprint function.
+//
+// A launch that records (params.record.slots not 0) first records, for each
+// range in order and each chunk inside its recordLimit, the chunk's bytes:
+// claimRecord (fingerprint_claim.h) against the record ring, the rule's run
+// counter and the staging, the bytes copied to the staging (wrapping at its
+// end, zero-padded to a whole vector past the range's end), then the record
+// slot with its commit, as the kernel's chunks do.
 void execute(const FingerprintParams& params);
+
+// The record slot of one recording chunk as the kernel writes it (commit
+// left 0), for a claim: what `execute` writes and the GPU check expects.
+RecordSlot recordSlot(const FingerprintParams& params, const FingerprintRange& range, uint32_t exec,
+                      uint32_t chunk, const RecordClaim& claim);
 
 }  // namespace tcgd::tensor::reference

@@ -18,6 +18,10 @@ using channel::RecordClass;
 
 constexpr size_t kSiteBatch = 4096;
 constexpr size_t kObservationBatch = 16384;
+// A payload frame holds this many bytes or pieces at most (a piece is at
+// most one chunk, 2 MiB; a frame at most 64 MiB).
+constexpr uint64_t kPayloadFrameBytes = uint64_t{8} << 20;
+constexpr int kPayloadBatch = 4096;
 // At the end: how long the ring must stay quiet, and the most time spent.
 constexpr uint64_t kQuietNs = 50'000'000;
 constexpr uint64_t kFinishBudgetNs = 2'000'000'000;
@@ -81,7 +85,9 @@ void fillSite(uint64_t sequence, const channel::Record& r, const proto::SiteBlob
 }  // namespace
 
 TensorOutput::TensorOutput(channel::Channel* channel)
-    : channel_(channel), drain_(channel->observationRegion(), channel->observationBytes()) {}
+    : channel_(channel),
+      drain_(channel->observationRegion(), channel->observationBytes()),
+      records_(channel->observationRegion(), channel->observationBytes()) {}
 
 bool TensorOutput::wanted(std::string_view config_text, const channel::ChannelHeader& channel) {
   if (channel.observation_bytes == 0) return false;
@@ -204,6 +210,7 @@ void TensorOutput::writePoint(const bundle::Point& point) {
   if (!active_) return;
   flushSites();
   flushObservations();
+  flushPayloads();
   (void)counts_.nextPointOrdinal();
   out_->writePoint(point);
   writeCounters(point.ordinal(), false);
@@ -219,6 +226,13 @@ void TensorOutput::flushSites() {
   sites_frame_.mutable_tensor_sites()->Clear();
 }
 
+void TensorOutput::flushPayloads() {
+  if (payloads_frame_.tensor_payloads().payloads_size() == 0) return;
+  out_->writeFrame(payloads_frame_);
+  payloads_frame_.mutable_tensor_payloads()->Clear();
+  payload_bytes_ = 0;
+}
+
 void TensorOutput::flushObservations() {
   if (observations_frame_.tensor_observations().site_size() == 0) return;
   out_->writeFrame(observations_frame_);
@@ -226,9 +240,17 @@ void TensorOutput::flushObservations() {
 }
 
 size_t TensorOutput::drainObservations() {
+  // Recorded bytes first: a print line waits for its observation's values,
+  // which the GPU wrote before the observation.
+  bundle::TensorPayloadBatch* payloads = payloads_frame_.mutable_tensor_payloads();
+  const int payloads_before = payloads->payloads_size();
+  size_t read = records_.drain(payloads);
+  if (printer_ != nullptr) printer_->payloads(*payloads, payloads_before);
+  for (int i = payloads_before; i < payloads->payloads_size(); ++i)
+    payload_bytes_ += payloads->payloads(i).data().size();
   bundle::TensorObservationBatch* batch = observations_frame_.mutable_tensor_observations();
   const int before = batch->site_size();
-  const size_t read = drain_.drain(batch);
+  read += drain_.drain(batch);
   if (printer_ != nullptr) printer_->observations(*batch, before);
   return read;
 }
@@ -237,8 +259,14 @@ size_t TensorOutput::poll(uint64_t now_ns, uint64_t max_age_ns) {
   if (!active_) return 0;
   bundle::TensorObservationBatch* batch = observations_frame_.mutable_tensor_observations();
   const int before = batch->site_size();
+  const bool had_payloads = payloads_frame_.tensor_payloads().payloads_size() != 0;
   const size_t read = drainObservations();
   if (before == 0 && batch->site_size() != 0) observations_opened_ns_ = now_ns;
+  const int pieces = payloads_frame_.tensor_payloads().payloads_size();
+  if (!had_payloads && pieces != 0) payloads_opened_ns_ = now_ns;
+  if (payload_bytes_ >= kPayloadFrameBytes || pieces >= kPayloadBatch ||
+      (pieces != 0 && now_ns - payloads_opened_ns_ >= max_age_ns))
+    flushPayloads();
   if (static_cast<size_t>(batch->site_size()) >= kObservationBatch ||
       (batch->site_size() != 0 && now_ns - observations_opened_ns_ >= max_age_ns))
     flushObservations();
@@ -260,6 +288,13 @@ void TensorOutput::writeCounters(uint64_t point_ordinal, bool final) {
   c->set_slots(drain_.slotsRead());
   c->set_slots_dropped(drain_.slotsDropped());
   c->set_observations_incomplete(drain_.incomplete());
+  c->set_records(records_.records());
+  c->set_record_bytes(records_.bytes());
+  c->set_record_cut_budget(records_.cutBudget());
+  c->set_record_cut_run(records_.cutRun());
+  c->set_record_dropped_staging(records_.droppedStaging());
+  c->set_records_dropped(records_.slotsDropped());
+  c->set_records_torn(records_.torn() + records_.holes());
   auto& skipped = *c->mutable_skipped();
   for (uint32_t i = t::kSkipNotReady; i < t::kCounterCount; ++i) {
     const uint64_t v = h.tensor_counters[i].load(std::memory_order_relaxed);
@@ -287,21 +322,28 @@ Status TensorOutput::finish(const channel::ChannelHeader& channel,
     timespec tick{0, 2'000'000};
     nanosleep(&tick, nullptr);
   }
+  bundle::TensorPayloadBatch* payloads = payloads_frame_.mutable_tensor_payloads();
+  const int payloads_before = payloads->payloads_size();
+  records_.finish(payloads);
   const int before = batch->site_size();
   drain_.finish(batch);
   flushSites();
   if (printer_ != nullptr) {
+    printer_->payloads(*payloads, payloads_before);
     printer_->observations(*batch, before);
     printer_->finish();
   }
   flushObservations();
+  flushPayloads();
   writeCounters(0, true);
   bundle::Trailer trailer;
   trailer.set_end_reason(memory_trailer.end_reason());
   trailer.set_signal(memory_trailer.signal());
   trailer.set_end_time_unix_ns(memory_trailer.end_time_unix_ns());
   const uint64_t dropped = counts_.fillTrailer(channel, &trailer);
-  const bool lost = drain_.slotsDropped() != 0 || drain_.incomplete() != 0 || bad_site_blobs_ != 0;
+  const bool lost = drain_.slotsDropped() != 0 || drain_.incomplete() != 0 || bad_site_blobs_ != 0 ||
+                    records_.slotsDropped() != 0 || records_.droppedStaging() != 0 || records_.torn() != 0 ||
+                    records_.holes() != 0;
   trailer.set_complete(memory_trailer.complete() && dropped == 0 && !lost && !out_->failed());
   active_ = false;
   return out_->finish(&trailer);

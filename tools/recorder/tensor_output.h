@@ -7,7 +7,8 @@
 // every tensor-class record); of the blobs, strings and the tensor kinds.
 // On top: a TensorKernel frame per tensor_kernel record, TensorSiteBatch
 // frames decoded from the site blobs, TensorObservationBatch frames drained
-// from the observation ring, and TensorCounters after every point and at
+// from the observation ring, TensorPayloadBatch frames of the bytes a rule
+// recorded (record_drain.h), and TensorCounters after every point and at
 // the end. docs/bundle-format.md, "Tensor frames".
 #pragma once
 
@@ -21,6 +22,7 @@
 #include "bundle_writer.h"
 #include "channel/channel.h"
 #include "observation_drain.h"
+#include "record_drain.h"
 #include "record_counts.h"
 #include "tcgd/bundle.pb.h"
 #include "tensor_printer.h"
@@ -68,12 +70,14 @@ class TensorOutput {
   void kernelRecord(const channel::Record& r);
   void flushSites();
   void flushObservations();
+  void flushPayloads();
   // Drains the ring into the open batch and shows the new rows to the printer.
   size_t drainObservations();
   void writeCounters(uint64_t point_ordinal, bool final);
 
   channel::Channel* channel_;
   ObservationDrain drain_;
+  RecordDrain records_;
   proto::BundleWriter writer_;
   std::unique_ptr<BundleOutput> out_;
   bool active_ = false;
@@ -87,6 +91,9 @@ class TensorOutput {
   std::unordered_map<uint64_t, std::string> layouts_;
   bundle::Frame sites_frame_;
   bundle::Frame observations_frame_;
+  bundle::Frame payloads_frame_;
+  uint64_t payload_bytes_ = 0;  // in payloads_frame_
+  uint64_t payloads_opened_ns_ = 0;
   uint64_t sites_opened_ns_ = 0;
   uint64_t observations_opened_ns_ = 0;
   uint64_t sites_written_ = 0;

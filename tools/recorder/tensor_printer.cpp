@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "collectors/tensor/fingerprint_abi.h"
 #include "collectors/tensor/kernel_demangle.h"
@@ -18,7 +19,62 @@ void append(std::string* s, const char* format, double v) {
   *s += buf;
 }
 
+// One element of `dtype` at p (little-endian) as a double.
+double decodeElement(Dtype dtype, const uint8_t* p) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, p, ::tcgd::tensor::dtypeBytes(dtype));
+  const auto ieee = [&](int exp_bits, int man_bits, bool finite_only) {
+    const uint64_t man = bits & ((uint64_t{1} << man_bits) - 1);
+    const uint64_t exp = (bits >> man_bits) & ((uint64_t{1} << exp_bits) - 1);
+    const bool negative = (bits >> (exp_bits + man_bits)) & 1;
+    const int bias = (1 << (exp_bits - 1)) - 1;
+    const uint64_t top = (uint64_t{1} << exp_bits) - 1;
+    double v;
+    if (finite_only ? (exp == top && man == (uint64_t{1} << man_bits) - 1) : exp == top) {
+      v = finite_only || man != 0 ? std::nan("") : INFINITY;
+    } else if (exp == 0) {
+      v = std::ldexp(static_cast<double>(man), 1 - bias - man_bits);
+    } else {
+      v = std::ldexp(static_cast<double>(man | (uint64_t{1} << man_bits)), static_cast<int>(exp) - bias - man_bits);
+    }
+    return negative ? -v : v;
+  };
+  switch (dtype) {
+    case Dtype::kFloat32: return ieee(8, 23, false);
+    case Dtype::kFloat64: return ieee(11, 52, false);
+    case Dtype::kFloat16: return ieee(5, 10, false);
+    case Dtype::kBFloat16: return ieee(8, 7, false);
+    case Dtype::kFloat8E4M3: return ieee(4, 3, true);
+    case Dtype::kFloat8E5M2: return ieee(5, 2, false);
+    case Dtype::kInt8: return static_cast<int8_t>(bits);
+    case Dtype::kInt16: return static_cast<int16_t>(bits);
+    case Dtype::kInt32: return static_cast<int32_t>(bits);
+    case Dtype::kInt64: return static_cast<double>(static_cast<int64_t>(bits));
+    case Dtype::kBool: return bits != 0 ? 1 : 0;
+    default: return static_cast<double>(bits);  // unsigned integers, bytes
+  }
+}
+
 }  // namespace
+
+std::string valuesText(std::string_view data, uint32_t dtype, uint64_t range_bytes) {
+  const Dtype d = dtype < static_cast<uint32_t>(Dtype::kCount) ? static_cast<Dtype>(dtype) : Dtype::kUnknown;
+  const uint32_t size = ::tcgd::tensor::dtypeBytes(d);
+  std::string s = " values [";
+  for (size_t at = 0; at + size <= data.size(); at += size) {
+    if (at != 0) s += ", ";
+    char buf[48];
+    const double v = decodeElement(d, reinterpret_cast<const uint8_t*>(data.data()) + at);
+    if (d == Dtype::kUnknown) {
+      std::snprintf(buf, sizeof buf, "0x%02x", static_cast<unsigned>(v));
+    } else {
+      std::snprintf(buf, sizeof buf, "%.6g", v);
+    }
+    s += buf;
+  }
+  if (range_bytes / size > data.size() / size) s += data.size() < size ? "..." : ", ...";
+  return s + "]";
+}
 
 std::string printLine(std::string_view kernel, uint64_t invocation, uint32_t capture, uint32_t exec,
                       int32_t param, uint32_t dtype, uint32_t flags, uint64_t elements, uint64_t hash,
@@ -61,6 +117,7 @@ TensorPrinter::TensorPrinter(std::vector<collectors::tensor::ProbeRule> rules, S
     state.print = r.action == collectors::tensor::ProbeAction::kPrint;
     state.every = r.every == 0 ? 1 : r.every;
     state.lines = r.lines;
+    state.values = state.print ? r.values : 0;
     active_ = active_ || state.print;
     rules_.push_back(state);
   }
@@ -94,6 +151,9 @@ void TensorPrinter::site(const bundle::TensorSite& s) {
   if (site.print)
     for (const bundle::TensorRange& r : s.ranges()) site.params.push_back(r.param());
   site.unseen = static_cast<size_t>(s.ranges_size());
+  if (!site.print) {  // values kept for it before it came are not for a line
+    values_.erase(values_.lower_bound(Key{s.site(), 0, 0}), values_.lower_bound(Key{s.site() + 1, 0, 0}));
+  }
   if (site.capture == 0 && site.unseen == 0) {
     sites_.erase(at);
     return;
@@ -155,6 +215,48 @@ void TensorPrinter::print(const Site& site, const Row& row) {
     return;
   }
   ++rule.printed;
+  if (rule.values == 0) {
+    emit(site, row, "");
+    return;
+  }
+  const Key key{row.site, row.exec, row.range};
+  if (auto v = values_.find(key); v != values_.end()) {
+    emit(site, row, v->second.dropped ? " values dropped (staging full)"
+                                      : valuesText(v->second.data, v->second.dtype, v->second.range_bytes));
+    values_.erase(v);
+  } else if (deferred_.size() < kMaxWaiting) {
+    deferred_.emplace(key, Deferred{site, row});
+  } else {
+    emit(site, row, " values not recorded");
+  }
+}
+
+void TensorPrinter::payloads(const bundle::TensorPayloadBatch& b, int from) {
+  if (!active_) return;
+  for (int i = from; i < b.payloads_size(); ++i) {
+    const bundle::TensorPayload& p = b.payloads(i);
+    // A print rule's values are one small piece (values=N elements, at
+    // most 64 of 8 bytes); a record rule's larger pieces are not for lines.
+    if (p.offset() != 0 || p.wanted() > 8 * collectors::tensor::kMaxPrintValues) continue;
+    const Key key{p.site(), p.exec(), p.range()};
+    Values v;
+    v.data = p.data();
+    v.dtype = p.dtype();
+    v.dropped = (p.flags() & ::tcgd::tensor::kRecordStagingFull) != 0;
+    v.range_bytes = p.range_bytes();
+    if (auto d = deferred_.find(key); d != deferred_.end()) {
+      emit(d->second.site, d->second.row,
+           v.dropped ? " values dropped (staging full)" : valuesText(v.data, v.dtype, v.range_bytes));
+      deferred_.erase(d);
+      continue;
+    }
+    // Kept for a line to come, unless its site is known not to print.
+    if (auto s = sites_.find(p.site()); s != sites_.end() && !s->second.print) continue;
+    if (values_.size() < kMaxWaiting) values_[key] = std::move(v);
+  }
+}
+
+void TensorPrinter::emit(const Site& site, const Row& row, const std::string& values) {
   const auto name = names_.find(site.function);
   char fallback[32];
   std::snprintf(fallback, sizeof fallback, "kernel %#llx", static_cast<unsigned long long>(site.function));
@@ -162,10 +264,14 @@ void TensorPrinter::print(const Site& site, const Row& row) {
   sink_(printLine(name != names_.end() ? std::string_view(name->second) : std::string_view(fallback),
                   site.invocation, site.capture, row.exec, param, row.dtype, row.flags, row.elements, row.hash,
                   row.nan, row.pos_inf, row.neg_inf, row.zero, row.minimum, row.maximum, row.sum,
-                  row.sum_squares));
+                  row.sum_squares) +
+        values);
 }
 
 void TensorPrinter::finish() {
+  for (auto& [key, d] : deferred_) emit(d.site, d.row, " values not recorded");
+  deferred_.clear();
+  values_.clear();
   lost_ += waiting_count_;
   waiting_.clear();
   waiting_count_ = 0;

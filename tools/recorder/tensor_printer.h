@@ -14,6 +14,15 @@
 // launch (the GPU and the host reach the recorder by different paths): they
 // wait, up to kMaxWaiting of them, for it.
 //
+// values=N (8 by default) records the first N elements of each range
+// (fingerprint_abi.h, "recording"); the line ends with them:
+//
+//   ... hash 5f3a... values [-1.5, 0.25, 3, 0, 0, 1, 2, 0.5, ...]
+//
+// A line waits for its values (they come through the record ring, which
+// the recorder reads apart from the observations); one whose values never
+// came (the record ring or the staging was full) says so.
+//
 // Memory stays bounded on long runs: every site is kept until its
 // observations cannot come any more, which for an eager launch is once each
 // of its ranges has had one; a captured site (one per node of a graph)
@@ -22,7 +31,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <tuple>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -47,6 +58,9 @@ class TensorPrinter {
   void site(const bundle::TensorSite& site);
   // Rows [from, end) of `batch` (just drained).
   void observations(const bundle::TensorObservationBatch& batch, int from);
+  // Recorded pieces [from, end) of `batch` (just drained): a print rule's
+  // values are the piece at offset 0 of its observation.
+  void payloads(const bundle::TensorPayloadBatch& batch, int from);
   // Observations still waiting for a site that never came.
   uint64_t lost() const { return lost_; }
   // Sites kept (an eager one until all its ranges came).
@@ -73,11 +87,25 @@ class TensorPrinter {
     bool print = false;
     uint64_t every = 1;
     uint64_t lines = 0;
+    uint64_t values = 0;  // values=N
     uint64_t printed = 0;
     bool told = false;  // the budget's end was said
   };
 
+  using Key = std::tuple<uint64_t, uint32_t, uint32_t>;  // site, exec, range
+  struct Values {
+    std::string data;
+    uint32_t dtype = 0;
+    bool dropped = false;  // the staging had no room
+    uint64_t range_bytes = 0;
+  };
+  struct Deferred {  // a line decided on, waiting for its values
+    Site site;
+    Row row;
+  };
+
   void print(const Site& site, const Row& row);
+  void emit(const Site& site, const Row& row, const std::string& values);
   // Prints `row` of the site `at` if its rule prints, and forgets an eager
   // site once all its ranges came.
   void take(std::unordered_map<uint64_t, Site>::iterator at, const Row& row);
@@ -90,7 +118,13 @@ class TensorPrinter {
   std::unordered_map<uint64_t, std::vector<Row>> waiting_;
   size_t waiting_count_ = 0;
   uint64_t lost_ = 0;
+  std::map<Key, Values> values_;      // values come before their line
+  std::map<Key, Deferred> deferred_;  // lines waiting for their values
 };
+
+// " values [a, b, ...]" for the recorded first elements `data` of a range
+// of `dtype` (", ..." when the range holds more than `data`).
+std::string valuesText(std::string_view data, uint32_t dtype, uint64_t range_bytes);
 
 // The line for one observation (no newline): what TensorPrinter writes.
 std::string printLine(std::string_view kernel, uint64_t invocation, uint32_t capture, uint32_t exec,

@@ -54,6 +54,43 @@ TEST(ProbeRules, FingerprintAloneProbesEverything) {
   EXPECT_EQ(parse("fingerprint;").rules.size(), 1u);
 }
 
+TEST(ProbeRules, RecordTakesEveryFingerprintKeyAndItsBudgets) {
+  {
+    const ProbeRule p = parse("record").rules.at(0);
+    EXPECT_EQ(p.action, ProbeAction::kRecord);
+    EXPECT_EQ(p.record_bytes, kDefaultRecordBytes);
+    EXPECT_EQ(p.run_bytes, kDefaultRunBytes);
+  }
+  const ProbeRule p =
+      parse("record:kernel=~gemm,invocations=2-,when=capture,graphs=0,replays=1-3,args=0,2,max-bytes=1M,"
+            "dtype=bf16,copies=off,workspaces=on,bytes=64K,run-bytes=2G")
+          .rules.at(0);
+  EXPECT_EQ(p.action, ProbeAction::kRecord);
+  EXPECT_EQ(p.kernel, "gemm");
+  EXPECT_EQ(p.invocations.first, 2u);
+  EXPECT_EQ(p.when, ProbeWhen::kCapture);
+  EXPECT_EQ(p.replays.first, 1u);
+  EXPECT_EQ(p.replays.last, 3u);
+  EXPECT_TRUE(p.argSelected(2));
+  EXPECT_FALSE(p.argSelected(1));
+  EXPECT_EQ(p.max_bytes, uint64_t{1} << 20);
+  EXPECT_EQ(p.dtype, Dtype::kBFloat16);
+  EXPECT_FALSE(p.copies);
+  EXPECT_TRUE(p.workspaces);
+  EXPECT_EQ(p.record_bytes, uint64_t{64} << 10);
+  EXPECT_EQ(p.run_bytes, uint64_t{2} << 30);
+  // 0: no cap.
+  const ProbeRule u = parse("record:bytes=0,run-bytes=0").rules.at(0);
+  EXPECT_EQ(u.record_bytes, UINT64_MAX);
+  EXPECT_EQ(u.run_bytes, UINT64_MAX);
+}
+
+TEST(ProbeRules, PrintTakesValues) {
+  EXPECT_EQ(parse("print").rules.at(0).values, 8u);
+  EXPECT_EQ(parse("print:values=3").rules.at(0).values, 3u);
+  EXPECT_EQ(parse("print:values=0").rules.at(0).values, 0u);
+}
+
 TEST(ProbeRules, WhatEngineersType) {
   {
     const ProbeRule p = parse("fingerprint:kernel=~gemm|softmax").rules.at(0);
@@ -216,21 +253,33 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadRule{"fingerprint:kernal=~x",
                 "rule 1: unknown key 'kernal' (did you mean 'kernel'? expected one of kernel, "
-                "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines)"},
+                "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, "
+                "bytes, run-bytes, values)"},
         BadRule{"fingerprint:size=1",
                 "rule 1: unknown key 'size' (expected one of kernel, exclude, invocations, when, "
-                "graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines)"},
-        BadRule{"record", "rule 1: record: not available in this build (fingerprint and print are)"},
+                "graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values)"},
         BadRule{"fingerprint;check:kernel=~x",
-                "rule 2: check: not available in this build (fingerprint and print are)"},
+                "rule 2: check: not available in this build (fingerprint, print and record are)"},
+        BadRule{"fingerprint:bytes=1M", "rule 1: bytes= is an option of record (record:bytes=N)"},
+        BadRule{"print:run-bytes=1G", "rule 1: run-bytes= is an option of record (record:run-bytes=N)"},
+        BadRule{"record:values=4", "rule 1: values= is an option of print (print:values=N)"},
+        BadRule{"record:bytes=1X",
+                "rule 1: bytes=1X: expected a byte count with an optional K, M or G suffix (binary: 64K = "
+                "65536), 0 for no cap"},
+        BadRule{"record:bytes=1M,bytes=2M", "rule 1: bytes given twice"},
+        BadRule{"print:values=65",
+                "rule 1: values=65: 65 is too large (at most 64); expected an integer between 0 and 64"},
+        BadRule{"print:values=x",
+                "rule 1: values=x: 'x' is not a decimal number; expected an integer between 0 and 64"},
         BadRule{"fingerprint:every=2", "rule 1: every= is an option of print (print:every=N)"},
         BadRule{"print:lines=0", "rule 1: lines=0: expected an integer between 1 and 1000000000"},
         BadRule{"print:every=x", "rule 1: every=x: expected an integer between 1 and 1000000000"},
-        BadRule{"check:kernel=~x", "rule 1: check: not available in this build (fingerprint and print are)"},
+        BadRule{"check:kernel=~x",
+                "rule 1: check: not available in this build (fingerprint, print and record are)"},
         BadRule{"fingerprnt",
                 "rule 1: unknown action 'fingerprnt' (did you mean 'fingerprint'? expected "
-                "fingerprint, or off alone)"},
-        BadRule{"on", "rule 1: unknown action 'on' (expected fingerprint, or off alone)"},
+                "fingerprint, print or record, or off alone)"},
+        BadRule{"on", "rule 1: unknown action 'on' (expected fingerprint, print or record, or off alone)"},
         BadRule{"kernel=~gemm",
                 "rule 1: 'kernel=~gemm' does not start with an action (fingerprint:KEY=VALUE,...)"},
         BadRule{"fingerprint,kernel=~gemm",

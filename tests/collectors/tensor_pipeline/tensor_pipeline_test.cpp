@@ -35,6 +35,7 @@ struct TensorBundle {
     double minimum, maximum, sum, sum_squares;
   };
   std::vector<Row> observations;
+  std::vector<bundle::TensorPayload> payloads;
   std::map<uint64_t, std::string> blobs;
   std::vector<std::string> record_types;  // names of the event records, in order
 
@@ -89,6 +90,9 @@ TensorBundle readTensorBundle(const std::string& path) {
       }
       case bundle::Frame::kTensorCounters:
         b.counters.push_back(frame.tensor_counters());
+        break;
+      case bundle::Frame::kTensorPayloads:
+        for (const auto& p : frame.tensor_payloads().payloads()) b.payloads.push_back(p);
         break;
       case bundle::Frame::kTrailer:
         b.has_trailer = true;
@@ -360,6 +364,129 @@ TEST_F(TensorPipeline, AGraphBuiltNodeByNodeIsReportedAsNotProbed) {
   EXPECT_EQ(b.sites.size(), 3u);  // the captured ones, as without it
 }
 
+// The recorded bytes of one observation (its pieces in offset order).
+std::string recorded(const TensorBundle& b, uint64_t site, uint32_t exec, uint32_t range = 0) {
+  std::map<uint64_t, std::string> pieces;
+  for (const auto& p : b.payloads)
+    if (p.site() == site && p.exec() == exec && p.range() == range) pieces[p.offset()] = p.data();
+  std::string out;
+  for (const auto& [offset, data] : pieces) {
+    EXPECT_EQ(offset, out.size());
+    out += data;
+  }
+  return out;
+}
+
+std::string bytesOf(const std::vector<float>& values, size_t bytes) {
+  return std::string(reinterpret_cast<const char*>(values.data()), std::min(bytes, values.size() * 4));
+}
+
+// record: the bytes of every observation, eagerly and in every replay (not
+// only the latest), equal to what the program's kernels left, and still
+// fingerprinted.
+TEST_F(TensorPipeline, RecordCopiesTheBytesOfTheEagerLaunchAndOfEveryReplay) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "record");
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  EXPECT_EQ(run.result.err, "");
+  const TensorBundle b = readTensorBundle(run.tensor_bundle);
+  ASSERT_TRUE(b.has_trailer);
+  EXPECT_TRUE(b.trailer.complete());
+  ASSERT_EQ(b.sites.size(), 3u);
+  const uint32_t n = static_cast<uint32_t>(run.values.at("elements"));
+  std::vector<float> a(n);
+  for (uint32_t i = 0; i < n; ++i) a[i] = 2.0f * static_cast<float>(i);
+  EXPECT_EQ(recorded(b, b.sites[0].site(), 0), bytesOf(a, n * 4));
+  for (uint32_t k = 0; k < 3; ++k) {
+    const float v = k == 0 ? 3.0f : k == 1 ? 9.0f : 27.0f;
+    EXPECT_EQ(recorded(b, b.sites[1].site(), k), bytesOf(filled(n, v), n * 4)) << "replay " << k;
+    EXPECT_EQ(recorded(b, b.sites[2].site(), k), bytesOf(filled(n, 1.5f), n * 4)) << "replay " << k;
+  }
+  EXPECT_EQ(b.observations.size(), 7u);  // recorded ranges are fingerprinted too
+  for (const auto& p : b.payloads) {
+    EXPECT_EQ(p.flags(), 4u) << "checked against the GPU's hash, nothing cut";
+    EXPECT_EQ(p.range_bytes(), uint64_t{n} * 4);
+    // The kernel's ranges are float32 (from its name); a set's destination has no dtype.
+    EXPECT_EQ(p.dtype(), p.site() == b.sites[2].site() ? 0u : static_cast<uint32_t>(Dtype::kFloat32));
+  }
+  ASSERT_FALSE(b.counters.empty());
+  const bundle::TensorCounters& c = b.counters.back();
+  EXPECT_TRUE(c.final());
+  EXPECT_EQ(c.records(), 7u);
+  EXPECT_EQ(c.record_bytes(), 7u * n * 4);
+  EXPECT_EQ(c.record_cut_budget() + c.record_cut_run() + c.record_dropped_staging() + c.records_dropped() +
+                c.records_torn(),
+            0u);
+
+  // Read back by the analyzer: info counts it, validate finds nothing wrong,
+  // tensor values shows the replays' values and finds replay 0 and 1 differ.
+  const RunResult info = runProgram({TCGD_ANALYZE_BIN, "info", run.tensor_bundle}, cleanEnvironment({}));
+  EXPECT_NE(info.out.find("Recorded       " + std::to_string(7 * n * 4) + " bytes of 7 observations in 7 pieces"),
+            std::string::npos)
+      << info.out << info.err;
+  const RunResult validate = runProgram({TCGD_ANALYZE_BIN, "validate", run.tensor_bundle}, cleanEnvironment({}));
+  EXPECT_EQ(validate.exitCode(), 0) << validate.out << validate.err;
+  const std::string captured = std::to_string(b.sites[1].site());
+  const RunResult values = runProgram(
+      {TCGD_ANALYZE_BIN, "tensor", "values", run.tensor_bundle, "--site", captured, "--count", "3", "--compare-exec", "1"},
+      cleanEnvironment({}));
+  EXPECT_EQ(values.exitCode(), 1) << values.out << values.err;  // 3 against 9: a difference
+  EXPECT_NE(values.out.find("site " + captured + " exec 0 range 0 float32: 4096 of 4096 bytes recorded: [3, 3, 3, ...]"),
+            std::string::npos)
+      << values.out;
+  EXPECT_NE(values.out.find("against exec 1: mismatch"), std::string::npos) << values.out;
+  const RunResult same = runProgram(
+      {TCGD_ANALYZE_BIN, "tensor", "values", run.tensor_bundle, "--site", std::to_string(b.sites[2].site()),
+       "--compare-exec", "2"},
+      cleanEnvironment({}));
+  EXPECT_EQ(same.exitCode(), 0) << same.out << same.err;  // the set writes 1.5 in every replay
+}
+
+// bytes= cuts each observation, run-bytes= the run; both are counted and
+// each piece says what it holds of what it wanted.
+TEST_F(TensorPipeline, RecordBudgetsCutAndCountWhatTheyCut) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "record:bytes=1000,run-bytes=5000");
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  const TensorBundle b = readTensorBundle(run.tensor_bundle);
+  ASSERT_TRUE(b.has_trailer);
+  EXPECT_TRUE(b.trailer.complete()) << "a budget's cut is wanted, not a loss";
+  ASSERT_EQ(b.sites.size(), 3u);
+  const uint32_t n = static_cast<uint32_t>(run.values.at("elements"));
+  std::vector<float> a(n);
+  for (uint32_t i = 0; i < n; ++i) a[i] = 2.0f * static_cast<float>(i);
+  // GPU order: the eager launch, then (scale, set) per replay: five
+  // observations of 1000 bytes fit in 5000, the last two get none.
+  EXPECT_EQ(recorded(b, b.sites[0].site(), 0), bytesOf(a, 1000));
+  EXPECT_EQ(recorded(b, b.sites[1].site(), 0), bytesOf(filled(n, 3.0f), 1000));
+  EXPECT_EQ(recorded(b, b.sites[2].site(), 1), bytesOf(filled(n, 1.5f), 1000));
+  EXPECT_EQ(recorded(b, b.sites[1].site(), 2), "");
+  EXPECT_EQ(recorded(b, b.sites[2].site(), 2), "");
+  ASSERT_EQ(b.payloads.size(), 7u);
+  for (const auto& p : b.payloads) {
+    EXPECT_EQ(p.limit(), 1000u);
+    EXPECT_EQ(p.wanted(), 1000u);
+    EXPECT_EQ(p.flags() & 1u, p.data().empty() ? 1u : 0u) << "cut by run-bytes= is flagged";
+  }
+  const bundle::TensorCounters& c = b.counters.back();
+  EXPECT_EQ(c.record_bytes(), 5000u);
+  EXPECT_EQ(c.record_cut_budget(), 7u * (n * 4 - 1000));
+  EXPECT_EQ(c.record_cut_run(), 2000u);
+  EXPECT_EQ(c.record_dropped_staging(), 0u);
+}
+
+TEST_F(TensorPipeline, AKilledJobsRecordedBytesSurvive) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "record:when=capture", "kill");
+  ASSERT_EQ(run.result.signal(), SIGKILL) << run.result.err;
+  const TensorBundle b = readTensorBundle(run.tensor_bundle);
+  ASSERT_TRUE(b.has_trailer) << "the recorder finishes the bundle after the job's death";
+  ASSERT_EQ(b.sites.size(), 2u);
+  const uint32_t n = static_cast<uint32_t>(run.values.at("elements"));
+  for (uint32_t k = 0; k < 3; ++k)
+    EXPECT_EQ(recorded(b, b.sites[0].site(), k), bytesOf(filled(n, k == 0 ? 3.0f : k == 1 ? 9.0f : 27.0f), n * 4));
+}
+
 // print: the recorder writes a line per observation to the job's stderr,
 // with the values' statistics, eagerly and for every replay.
 TEST_F(TensorPipeline, PrintWritesALinePerObservationToTheJobsStderr) {
@@ -374,10 +501,22 @@ TEST_F(TensorPipeline, PrintWritesALinePerObservationToTheJobsStderr) {
   EXPECT_EQ(printed[0].rfind("tcgd print: scale<float> #0 eager arg 0 float32 x1024: min 0 max 2046 mean 1023 ", 0),
             0u)
       << printed[0];
+  // The first values (values=8 by default) end the line.
+  const std::string first = " values [0, 2, 4, 6, 8, 10, 12, 14, ...]";
+  EXPECT_EQ(printed[0].substr(printed[0].size() - std::min(printed[0].size(), first.size())), first) << printed[0];
   for (int k = 0; k < 3; ++k) {
     const std::string value = std::to_string(k == 0 ? 3 : k == 1 ? 9 : 27);
     const std::string want = "tcgd print: scale<float> #1 graph 0 replay " + std::to_string(k) +
                              " arg 0 float32 x1024: min " + value + " max " + value;
+    const std::string values = " values [" + value + ", " + value + ", " + value + ", " + value + ", " + value +
+                               ", " + value + ", " + value + ", " + value + ", ...]";
+    EXPECT_NE(std::find_if(printed.begin(), printed.end(),
+                           [&](const std::string& l) {
+                             return l.rfind(want, 0) == 0 && l.size() > values.size() &&
+                                    l.compare(l.size() - values.size(), values.size(), values) == 0;
+                           }),
+              printed.end())
+        << values << "\n" << run.result.err;
     EXPECT_NE(std::find_if(printed.begin(), printed.end(),
                            [&](const std::string& l) { return l.rfind(want, 0) == 0; }),
               printed.end())

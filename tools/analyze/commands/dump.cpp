@@ -14,7 +14,7 @@
 namespace tcgd::analyze {
 namespace {
 
-enum class TensorPart { kNone, kKernels, kSites, kObservations, kCounters };
+enum class TensorPart { kNone, kKernels, kSites, kObservations, kCounters, kPayloads };
 
 TensorPart tensorPart(const ParsedArgs& args) {
   const auto text = args.value("--tensor");
@@ -25,7 +25,9 @@ TensorPart tensorPart(const ParsedArgs& args) {
   if (*text == "sites") return TensorPart::kSites;
   if (*text == "observations") return TensorPart::kObservations;
   if (*text == "counters") return TensorPart::kCounters;
-  throw AnalyzeError(fmt::format("bad --tensor '{}': expected kernels, sites, observations or counters", *text));
+  if (*text == "payloads") return TensorPart::kPayloads;
+  throw AnalyzeError(
+      fmt::format("bad --tensor '{}': expected kernels, sites, observations, payloads or counters", *text));
 }
 
 // The rows of one kind of tensor frame, streamed. Returns the observation
@@ -63,6 +65,12 @@ std::vector<std::string> dumpTensor(const Bundle& bundle, TensorPart part, bool 
     case TensorPart::kCounters:
       visit.counters = [&](const bundle::TensorCounters& c, const FrameInfo&) {
         json ? appendTensorCountersJson(c, &buffer) : appendTensorCountersText(c, &buffer);
+      };
+      break;
+    case TensorPart::kPayloads:
+      visit.payloads = [&](const bundle::TensorPayloadBatch& batch, const FrameInfo&) {
+        for (const auto& p : batch.payloads()) json ? appendPayloadJson(p, &buffer) : appendPayloadText(p, &buffer);
+        out.maybeFlush();
       };
       break;
     case TensorPart::kNone:
@@ -127,14 +135,14 @@ void registerDumpCommand(CommandRegistry& registry) {
           "object per line (JSON Lines) with exact 64-bit integers, for scripts and jq.\n"
           "With --tensor, the rows of one kind of tensor frame instead: kernels (with their\n"
           "short demangled and mangled names), sites (with their ranges), observations (one\n"
-          "per line) or counters.\n"
+          "per line), payloads (the recorded pieces of bytes, one per line) or counters.\n"
           "A torn or corrupt file is dumped up to its last whole frame, with a warning on\n"
           "stderr saying where reading stopped.",
       .arguments = {{"BUNDLE", kBundleArgumentHelp}},
       .options = {{"--json", "", "Print JSON Lines, one object per record (keys in docs/cli.md)"},
                   {"--frames", "", "Print one line per frame (offset, size, type) instead of records"},
                   {"--tensor", "WHAT",
-                   "Print the tensor frames' rows instead: kernels, sites, observations or counters"}},
+                   "Print the tensor frames' rows instead: kernels, sites, observations, payloads or counters"}},
       .exit_codes = {},
       .run = runDump,
   });

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 namespace tcgd::analyze {
@@ -287,6 +288,9 @@ void forEachTensorFrame(const Bundle& bundle, const TensorFrameVisitor& visit) {
       case bundle::Frame::kTensorCounters:
         if (visit.counters) visit.counters(frame.tensor_counters(), info);
         break;
+      case bundle::Frame::kTensorPayloads:
+        if (visit.payloads) visit.payloads(frame.tensor_payloads(), info);
+        break;
       default:
         break;
     }
@@ -361,7 +365,34 @@ TensorFrames readTensorFrames(const Bundle& bundle) {
     ++out.frames;
     reader.counters(c, info.offset);
   };
+  std::set<std::tuple<uint64_t, uint32_t, uint32_t>> recorded;
+  visit.payloads = [&](const bundle::TensorPayloadBatch& batch, const FrameInfo& info) {
+    ++out.frames;
+    for (const bundle::TensorPayload& p : batch.payloads()) {
+      ++out.payload_pieces;
+      out.recorded_bytes += p.data().size();
+      recorded.insert({p.site(), p.exec(), p.range()});
+      if (p.offset() == 0 && p.range_bytes() > p.limit()) out.record_cut_budget += p.range_bytes() - p.limit();
+      const uint64_t missing = p.wanted() > p.data().size() ? p.wanted() - p.data().size() : 0;
+      if ((p.flags() & 8u) != 0) {
+        ++out.records_torn;
+      } else if ((p.flags() & 2u) != 0) {
+        out.record_dropped_staging += missing;
+      } else {
+        out.record_cut_run += missing;
+      }
+      if (p.offset() + p.data().size() > p.range_bytes())
+        out.problems.push_back(fmt::format("payload at byte {}: site {} exec {} range {}: bytes {}+{} past the "
+                                           "range's {}",
+                                           info.offset, p.site(), p.exec(), p.range(), p.offset(),
+                                           p.data().size(), p.range_bytes()));
+    }
+  };
   if (bundle.tensorFrames() != 0) forEachTensorFrame(bundle, visit);
+  out.recorded_observations = recorded.size();
+  if (out.counters && out.counters->final() && out.counters->record_bytes() != out.recorded_bytes)
+    out.problems.push_back(fmt::format("TensorCounters record_bytes {} but the payload frames hold {} bytes",
+                                       out.counters->record_bytes(), out.recorded_bytes));
   reader.finish(bundle);
   return out;
 }

@@ -27,6 +27,7 @@ struct TensorFrameVisitor {
   std::function<void(const bundle::TensorSiteBatch&, const FrameInfo&)> sites;
   std::function<void(const bundle::TensorObservationBatch&, const FrameInfo&)> observations;
   std::function<void(const bundle::TensorCounters&, const FrameInfo&)> counters;
+  std::function<void(const bundle::TensorPayloadBatch&, const FrameInfo&)> payloads;
 };
 void forEachTensorFrame(const Bundle& bundle, const TensorFrameVisitor& visit);
 
@@ -68,6 +69,10 @@ struct TensorFrames {
   uint64_t hash_only = 0, incomplete = 0;
   uint64_t withStatistics() const { return observations - hash_only; }
   std::map<uint32_t, CaptureObservations> by_capture;  // capture ordinal + 1 (TensorSite.capture)
+  // Recorded bytes (TensorPayload frames): pieces, the observations they
+  // belong to, bytes, and what the pieces say was cut or dropped.
+  uint64_t payload_pieces = 0, recorded_observations = 0, recorded_bytes = 0;
+  uint64_t record_cut_budget = 0, record_cut_run = 0, record_dropped_staging = 0, records_torn = 0;
   // The final TensorCounters frame, or the last one when there is none
   // (a torn bundle); its kind says which.
   std::optional<bundle::TensorCounters> counters;

@@ -51,6 +51,7 @@ const char* frameTypeName(const bundle::Frame& frame) {
     case bundle::Frame::kTensorSites: return "tensor_sites";
     case bundle::Frame::kTensorObservations: return "tensor_observations";
     case bundle::Frame::kTensorCounters: return "tensor_counters";
+    case bundle::Frame::kTensorPayloads: return "tensor_payloads";
     case bundle::Frame::BODY_NOT_SET: break;
   }
   return "unknown";
@@ -94,6 +95,13 @@ void appendFrameJson(const FrameInfo& info, std::string* out) {
     case bundle::Frame::kTensorCounters:
       json.key("final").value(frame.tensor_counters().final());
       break;
+    case bundle::Frame::kTensorPayloads: {
+      uint64_t bytes = 0;
+      for (const auto& p : frame.tensor_payloads().payloads()) bytes += p.data().size();
+      json.key("pieces").value(frame.tensor_payloads().payloads_size());
+      json.key("bytes").value(bytes);
+      break;
+    }
     default:
       break;
   }
@@ -134,6 +142,12 @@ void appendFrameText(const FrameInfo& info, std::string* out) {
     case bundle::Frame::kTensorCounters:
       fmt::format_to(it, " final={}", frame.tensor_counters().final());
       break;
+    case bundle::Frame::kTensorPayloads: {
+      uint64_t bytes = 0;
+      for (const auto& p : frame.tensor_payloads().payloads()) bytes += p.data().size();
+      fmt::format_to(it, " pieces={} bytes={}", frame.tensor_payloads().payloads_size(), bytes);
+      break;
+    }
     default:
       break;
   }
@@ -292,6 +306,11 @@ void appendTensorCountersText(const bundle::TensorCounters& c, std::string* out)
                      "observations_incomplete={}",
                  c.final(), c.point_ordinal(), c.sites(), c.observations(), c.slots(), c.slots_dropped(),
                  c.observations_incomplete());
+  if (c.records() != 0 || c.records_dropped() != 0)
+    fmt::format_to(it, " records={} record_bytes={} record_cut_budget={} record_cut_run={} "
+                       "record_dropped_staging={} records_dropped={} records_torn={}",
+                   c.records(), c.record_bytes(), c.record_cut_budget(), c.record_cut_run(),
+                   c.record_dropped_staging(), c.records_dropped(), c.records_torn());
   const std::map<std::string, uint64_t> skipped(c.skipped().begin(), c.skipped().end());
   for (const auto& [reason, count] : skipped) {
     out->append(" skipped.");
@@ -308,6 +327,13 @@ void writeTensorCountersFields(const bundle::TensorCounters& c, JsonWriter& json
   json.key("slots").value(c.slots());
   json.key("slots_dropped").value(c.slots_dropped());
   json.key("observations_incomplete").value(c.observations_incomplete());
+  json.key("records").value(c.records());
+  json.key("record_bytes").value(c.record_bytes());
+  json.key("record_cut_budget").value(c.record_cut_budget());
+  json.key("record_cut_run").value(c.record_cut_run());
+  json.key("record_dropped_staging").value(c.record_dropped_staging());
+  json.key("records_dropped").value(c.records_dropped());
+  json.key("records_torn").value(c.records_torn());
   json.key("skipped").beginObject();
   const std::map<std::string, uint64_t> skipped(c.skipped().begin(), c.skipped().end());
   for (const auto& [reason, count] : skipped) json.key(reason).value(count);
@@ -319,6 +345,42 @@ void appendTensorCountersJson(const bundle::TensorCounters& c, std::string* out)
   json.beginObject();
   json.key("final").value(c.final());
   writeTensorCountersFields(c, json);
+  json.endObject();
+  out->push_back('\n');
+}
+
+namespace {
+std::string headHex(const std::string& data) {
+  std::string hex;
+  for (size_t i = 0; i < data.size() && i < 16; ++i)
+    hex += fmt::format("{:02x}", static_cast<unsigned>(static_cast<unsigned char>(data[i])));
+  return hex;
+}
+}  // namespace
+
+void appendPayloadText(const bundle::TensorPayload& p, std::string* out) {
+  fmt::format_to(std::back_inserter(*out),
+                 "payload site={} exec={} range={} offset={} bytes={} wanted={} range_bytes={} limit={} "
+                 "flags={} dtype={} gpu_sequence={} head={}\n",
+                 p.site(), p.exec(), p.range(), p.offset(), p.data().size(), p.wanted(), p.range_bytes(), p.limit(),
+                 p.flags(), p.dtype(), p.gpu_sequence(), headHex(p.data()));
+}
+
+void appendPayloadJson(const bundle::TensorPayload& p, std::string* out) {
+  JsonWriter json(out);
+  json.beginObject();
+  json.key("site").value(p.site());
+  json.key("exec").value(p.exec());
+  json.key("range").value(p.range());
+  json.key("offset").value(p.offset());
+  json.key("bytes").value(static_cast<uint64_t>(p.data().size()));
+  json.key("wanted").value(p.wanted());
+  json.key("range_bytes").value(p.range_bytes());
+  json.key("limit").value(p.limit());
+  json.key("flags").value(p.flags());
+  json.key("dtype").value(p.dtype());
+  json.key("gpu_sequence").value(p.gpu_sequence());
+  json.key("head").value(headHex(p.data()));
   json.endObject();
   out->push_back('\n');
 }

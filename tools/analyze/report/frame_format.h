@@ -27,6 +27,10 @@ void appendTensorSiteJson(const bundle::TensorSite& site, std::string* out);
 // Row `row` of a batch whose columns agree (model/tensor_frames.h).
 void appendObservationText(const bundle::TensorObservationBatch& batch, int row, std::string* out);
 void appendObservationJson(const bundle::TensorObservationBatch& batch, int row, std::string* out);
+// One recorded piece (TensorPayload), its bytes as a count and their first
+// 16 in hex.
+void appendPayloadText(const bundle::TensorPayload& p, std::string* out);
+void appendPayloadJson(const bundle::TensorPayload& p, std::string* out);
 void appendTensorCountersText(const bundle::TensorCounters& counters, std::string* out);
 void appendTensorCountersJson(const bundle::TensorCounters& counters, std::string* out);
 // The counters' fields (point_ordinal ... skipped) into an open JSON object:

@@ -92,6 +92,12 @@ void appendTensorInfoText(const TensorFrames& tensor, bool verbose, std::string*
   fmt::format_to(it, "  Observations   {}\n", split);
   fmt::format_to(it, "                 {} with statistics, {} hash only, {} incomplete\n",
                  tensor.withStatistics(), tensor.hash_only, tensor.incomplete);
+  if (tensor.payload_pieces != 0)
+    fmt::format_to(it, "  Recorded       {} bytes of {} observations in {} pieces; cut by bytes= {}, by run-bytes= {}; "
+                       "dropped (staging full) {}; torn {}\n",
+                   tensor.recorded_bytes, tensor.recorded_observations, tensor.payload_pieces,
+                   tensor.record_cut_budget, tensor.record_cut_run, tensor.record_dropped_staging,
+                   tensor.records_torn);
   countersText(tensor, out);
   if (tensor.kernels.empty()) return;
   const std::vector<const TensorKernelInfo*> kernels = byProbes(tensor);
@@ -178,6 +184,15 @@ void writeTensorInfoJson(const TensorFrames& tensor, JsonWriter& json) {
   json.key("with_statistics").value(tensor.withStatistics());
   json.key("hash_only").value(tensor.hash_only);
   json.key("incomplete").value(tensor.incomplete);
+  json.key("recorded").beginObject();
+  json.key("pieces").value(tensor.payload_pieces);
+  json.key("observations").value(tensor.recorded_observations);
+  json.key("bytes").value(tensor.recorded_bytes);
+  json.key("cut_budget").value(tensor.record_cut_budget);
+  json.key("cut_run").value(tensor.record_cut_run);
+  json.key("dropped_staging").value(tensor.record_dropped_staging);
+  json.key("torn").value(tensor.records_torn);
+  json.endObject();
   json.key("eager").value(tensor.eager_observations);
   json.endObject();
   json.key("captures").beginArray();

@@ -277,6 +277,7 @@ void absorbFrame(const bundle::Frame& frame, TensorRunParts* parts, std::vector<
       info.end_reason = frame.trailer().end_reason();
       return;
     case bundle::Frame::kModules:
+    case bundle::Frame::kTensorPayloads:  // recorded bytes: model/recorded_values.h reads them
     case bundle::Frame::BODY_NOT_SET:
       return;
   }

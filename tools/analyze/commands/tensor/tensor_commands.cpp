@@ -16,6 +16,7 @@ void registerTensorCommands(CommandRegistry& registry) {
   registerTensorComparePointsCommand(registry);
   registerTensorPointSeriesCommand(registry);
   registerTensorRunGroupCommands(registry);
+  registerTensorValuesCommand(registry);
 }
 
 }  // namespace tcgd::analyze

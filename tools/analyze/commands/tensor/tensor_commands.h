@@ -13,5 +13,6 @@ void registerTensorKernelsCommand(CommandRegistry& registry);          // kernel
 void registerTensorComparePointsCommand(CommandRegistry& registry);    // compare_points.cpp
 void registerTensorPointSeriesCommand(CommandRegistry& registry);      // point_series.cpp
 void registerTensorRunGroupCommands(CommandRegistry& registry);        // run_groups.cpp
+void registerTensorValuesCommand(CommandRegistry& registry);           // values.cpp
 
 }  // namespace tcgd::analyze

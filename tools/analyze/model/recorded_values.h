@@ -1,0 +1,32 @@
+// The bytes a record rule (or print's values=N) recorded, read back from a
+// tensor bundle's TensorPayload frames (docs/bundle-format.md, "Tensor
+// frames"): per observation (site, execution, range), its pieces joined in
+// offset order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bundle/bundle.h"
+
+namespace tcgd::analyze {
+
+struct RecordedRange {
+  uint64_t site = 0;
+  uint32_t exec = 0;
+  uint32_t range = 0;
+  uint32_t dtype = 0;        // tensor::Dtype
+  uint64_t range_bytes = 0;  // the range's fingerprinted bytes
+  uint64_t limit = 0;        // bytes the observation records at most (bytes=, values=)
+  std::string bytes;         // the recorded bytes from the range's first, up to the first gap
+  uint64_t missing = 0;      // bytes within `limit` not recorded (cut by run-bytes=, dropped, torn)
+};
+
+// The recorded observations of the sites `select` accepts (all when it is
+// empty), in (site, exec, range) order.
+std::vector<RecordedRange> readRecorded(const Bundle& bundle,
+                                        const std::function<bool(uint64_t site)>& select = {});
+
+}  // namespace tcgd::analyze
