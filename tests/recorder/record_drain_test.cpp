@@ -117,17 +117,19 @@ std::map<uint32_t, std::string> joined(const bundle::TensorPayloadBatch& b) {
 }
 
 TEST(RecordDrain, RecordedBytesComeBackExactlyAndTheStagingIsFreed) {
-  Region region(1024, 1 << 20);
-  // An odd length, and three chunks with an odd tail.
-  const std::vector<uint8_t> a = pattern(1001, 1), b = pattern(2 * 16384 + 77, 2);
+  Region region(1024, 16 << 20);
+  // An odd length, and several chunks (whatever the chunk size) with an odd tail.
+  const std::vector<uint8_t> a = pattern(1001, 1), b = pattern(3 * kMaxChunkBytes + 77, 2);
+  const uint32_t b_chunks = chunkCountFor(b.size(), chunkShiftFor(b.size()));
+  ASSERT_GT(b_chunks, 1u);
   reference::execute(region.params({{a.data(), a.size()}, {b.data(), b.size()}}, ~uint64_t{0}));
   reference::execute(region.params({{a.data(), a.size()}, {b.data(), b.size()}}, ~uint64_t{0}));  // a second execution
   RecordDrain drain(region.data(), region.bytes());
   bundle::TensorPayloadBatch batch;
-  EXPECT_EQ(drain.drain(&batch), 8u);  // (1 + 3 chunks) x 2
-  ASSERT_EQ(batch.payloads_size(), 8);
+  EXPECT_EQ(drain.drain(&batch), 2 * (1 + b_chunks));  // a record slot per chunk, per execution
+  ASSERT_EQ(batch.payloads_size(), static_cast<int>(2 * (1 + b_chunks)));
   bundle::TensorPayloadBatch first;
-  for (int i = 0; i < 4; ++i) *first.add_payloads() = batch.payloads(i);
+  for (uint32_t i = 0; i < 1 + b_chunks; ++i) *first.add_payloads() = batch.payloads(static_cast<int>(i));
   const auto got = joined(first);
   EXPECT_EQ(got.at(0), std::string(a.begin(), a.end()));
   EXPECT_EQ(got.at(1), std::string(b.begin(), b.end()));
