@@ -287,6 +287,9 @@ void forEachTensorFrame(const Bundle& bundle, const TensorFrameVisitor& visit) {
       case bundle::Frame::kTensorCounters:
         if (visit.counters) visit.counters(frame.tensor_counters(), info);
         break;
+      case bundle::Frame::kTensorCheck:
+        if (visit.check) visit.check(frame.tensor_check(), info);
+        break;
       default:
         break;
     }
@@ -320,6 +323,17 @@ std::string observationColumnsProblem(const bundle::TensorObservationBatch& b) {
     problem += fmt::format("{}{} has {} entries for {} rows", problem.empty() ? "" : ", ", name, size, rows);
   }
   return problem;
+}
+
+const char* tensorCheckStatusName(uint32_t status) {
+  switch (status) {
+    case 0: return "checking";
+    case 1: return "passed";
+    case 2: return "failed";
+    case 3: return "not_compared";
+    case 4: return "off";
+    default: return "unknown";
+  }
 }
 
 const char* tensorSiteKindName(uint32_t kind) {
@@ -360,6 +374,10 @@ TensorFrames readTensorFrames(const Bundle& bundle) {
   visit.counters = [&](const bundle::TensorCounters& c, const FrameInfo& info) {
     ++out.frames;
     reader.counters(c, info.offset);
+  };
+  visit.check = [&](const bundle::TensorCheck& c, const FrameInfo&) {
+    ++out.frames;
+    out.check = c;
   };
   if (bundle.tensorFrames() != 0) forEachTensorFrame(bundle, visit);
   reader.finish(bundle);

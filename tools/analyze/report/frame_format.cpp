@@ -51,6 +51,7 @@ const char* frameTypeName(const bundle::Frame& frame) {
     case bundle::Frame::kTensorSites: return "tensor_sites";
     case bundle::Frame::kTensorObservations: return "tensor_observations";
     case bundle::Frame::kTensorCounters: return "tensor_counters";
+    case bundle::Frame::kTensorCheck: return "tensor_check";
     case bundle::Frame::BODY_NOT_SET: break;
   }
   return "unknown";
@@ -94,6 +95,11 @@ void appendFrameJson(const FrameInfo& info, std::string* out) {
     case bundle::Frame::kTensorCounters:
       json.key("final").value(frame.tensor_counters().final());
       break;
+    case bundle::Frame::kTensorCheck:
+      json.key("final").value(frame.tensor_check().final());
+      json.key("status").value(tensorCheckStatusName(frame.tensor_check().status()));
+      json.key("detail").value(frame.tensor_check().detail());
+      break;
     default:
       break;
   }
@@ -133,6 +139,11 @@ void appendFrameText(const FrameInfo& info, std::string* out) {
       break;
     case bundle::Frame::kTensorCounters:
       fmt::format_to(it, " final={}", frame.tensor_counters().final());
+      break;
+    case bundle::Frame::kTensorCheck:
+      fmt::format_to(it, " final={} status={} detail=", frame.tensor_check().final(),
+                     tensorCheckStatusName(frame.tensor_check().status()));
+      appendTextValue(frame.tensor_check().detail(), out);
       break;
     default:
       break;

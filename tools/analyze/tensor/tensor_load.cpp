@@ -277,6 +277,7 @@ void absorbFrame(const bundle::Frame& frame, TensorRunParts* parts, std::vector<
       info.end_reason = frame.trailer().end_reason();
       return;
     case bundle::Frame::kModules:
+    case bundle::Frame::kTensorCheck:  // the check action's result: info shows it
     case bundle::Frame::BODY_NOT_SET:
       return;
   }
