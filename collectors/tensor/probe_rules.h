@@ -14,7 +14,7 @@
 //   value  := "off" | "" | rule { ";" rule } [ ";" ]
 //   rule   := ACTION [ ":" item { "," item } ]
 //   item   := KEY "=" VALUE | INDEX            (an INDEX continues args=)
-//   ACTION := fingerprint | print              (record, check: later)
+//   ACTION := fingerprint | print | check      (record: later)
 //
 // Spaces around separators are ignored. Inside a VALUE, "\," and "\;" stand
 // for a literal ',' and ';' (a regex over demangled names meets ", " in
@@ -42,8 +42,10 @@
 
 #include <regex.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,11 +58,13 @@ namespace tcgd::collectors::tensor {
 enum class ProbeAction : uint8_t {
   kFingerprint = 0,
   // Accepted by the syntax, refused by this build with a clear message until
-  // they land (the rule syntax leaves room for them):
+  // it lands (the rule syntax leaves room for it):
   kRecord = 1,
   // Fingerprints, and tcgd-recorder prints a line per observation
   // (tools/recorder/tensor_printer.h).
   kPrint = 2,
+  // Fingerprints, and tcgd-recorder compares the observations with a
+  // reference bundle as they arrive (tools/recorder/tensor_check.h).
   kCheck = 3,
 };
 
@@ -127,6 +131,17 @@ struct ProbeRule {
   // stream's next kernel when that kernel cannot write what it reads (on;
   // collectors/tensor/capture_overlap.h), or stays in the stream's order.
   bool overlap = true;
+  // check only: reference=PATH, the .tcgd-tensor bundle compared with (a
+  // fingerprint or record run of the same program, usually eager); abort
+  // (an item without '=') stops the job at the first failure; rtol=X and
+  // atol=Y replace torch.testing's tolerances of the floating dtypes, as
+  // tcgd-analyze's --rtol and --atol do.
+  std::string reference;
+  bool abort = false;
+  bool rtol_given = false;
+  bool atol_given = false;
+  double rtol = 0;
+  double atol = 0;
 
   bool argSelected(uint64_t arg) const {
     if (args.empty()) return true;
@@ -149,15 +164,16 @@ inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
     "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
-    "workspaces=on|off, overlap=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N "
+    "workspaces=on|off, overlap=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N; "
+    "check:reference=PATH[,abort][,rtol=X][,atol=Y] takes the same keys (one check rule at most) "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
 
 // Parses `text` (surrounding spaces trimmed; "off" and "" give no rules).
 // On error returns false, leaves *out untouched and, when `error` is not
 // null, says in one line what is wrong and where ("rule 2: unknown key
 // 'kernal' (did you mean 'kernel'? expected one of kernel, exclude, ...)").
-// Regexes are checked with regcomp. Actions other than fingerprint parse but
-// are refused with "record: not available in this build (only fingerprint)".
+// Regexes are checked with regcomp. record parses but is refused with
+// "record: not available in this build (fingerprint, print and check are)".
 // `out` may be null (validation only).
 inline bool parseProbeRules(std::string_view text, ProbeRules* out, std::string* error = nullptr);
 
@@ -223,10 +239,11 @@ namespace probe_rules_detail {
 inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations", "when",
                                              "graphs", "replays", "args",        "max-bytes",
                                              "dtype",  "copies",      "workspaces", "overlap",
-                                             "every",  "lines"};
+                                             "every",  "lines",       "reference",  "rtol",
+                                             "atol"};
 inline constexpr const char* kKeyList =
     "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, "
-    "overlap, every, lines";
+    "overlap, every, lines, reference, rtol, atol";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -542,6 +559,26 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
     (key == "every" ? r->every : r->lines) = n;
     return true;
   }
+  if (key == "reference" || key == "rtol" || key == "atol") {
+    if (r->action != ProbeAction::kCheck) {
+      *error = std::string(key) + "= is an option of check (check:reference=PATH,...)";
+      return false;
+    }
+    if (key == "reference") {
+      r->reference = value;
+      return true;
+    }
+    // strtod: from_chars for double is missing from older standard libraries.
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (end != value.c_str() + value.size() || !(v >= 0) || v > 1e300) {
+      *error = where + "expected a number of 0 or more (1e-3, 0.01)";
+      return false;
+    }
+    (key == "rtol" ? r->rtol : r->atol) = v;
+    (key == "rtol" ? r->rtol_given : r->atol_given) = true;
+    return true;
+  }
   if (key == "max-bytes") {
     if (!byteCount(value, &r->max_bytes, &why)) {
       *error = where + why;
@@ -599,11 +636,15 @@ inline bool parseRule(std::string_view text, ProbeRule* r, std::string* error) {
              "expected fingerprint, or off alone)";
     return false;
   }
-  if (a != 0 && a != static_cast<size_t>(ProbeAction::kPrint)) {
-    *error = std::string(action) + ": not available in this build (fingerprint and print are)";
+  if (a == static_cast<size_t>(ProbeAction::kRecord)) {
+    *error = std::string(action) + ": not available in this build (fingerprint, print and check are)";
     return false;
   }
   r->action = static_cast<ProbeAction>(a);
+  if (colon == std::string_view::npos && r->action == ProbeAction::kCheck) {
+    *error = "check needs reference=PATH (a .tcgd-tensor bundle of the same program, usually eager)";
+    return false;
+  }
   if (colon == std::string_view::npos) return true;
   const std::string_view conditions = trim(text.substr(colon + 1));
   if (conditions.empty()) {
@@ -619,6 +660,19 @@ inline bool parseRule(std::string_view text, ProbeRule* r, std::string* error) {
       return false;
     }
     const size_t eq = item.find('=');
+    if (eq == std::string_view::npos && item == "abort") {
+      if (r->action != ProbeAction::kCheck) {
+        *error = "abort is an option of check (check:reference=PATH,abort)";
+        return false;
+      }
+      if (r->abort) {
+        *error = "abort given twice";
+        return false;
+      }
+      r->abort = true;
+      last_key = item;
+      continue;
+    }
     if (eq == std::string_view::npos) {
       if (last_key == "args" && isIndexList(item)) {  // args=0,2-3
         IndexRange extra;
@@ -645,6 +699,10 @@ inline bool parseRule(std::string_view text, ProbeRule* r, std::string* error) {
   const bool captured_only = ((seen >> 4) & 1u) || ((seen >> 5) & 1u);  // graphs, replays
   if (captured_only && r->when == ProbeWhen::kEager) {
     *error = "graphs= and replays= select captured launches, but when=eager";
+    return false;
+  }
+  if (r->action == ProbeAction::kCheck && r->reference.empty()) {
+    *error = "check needs reference=PATH (a .tcgd-tensor bundle of the same program, usually eager)";
     return false;
   }
   return true;
@@ -675,8 +733,16 @@ inline bool parseProbeRules(std::string_view text, ProbeRules* out, std::string*
     } else {
       ProbeRule r;
       if (d::parseRule(rule, &r, &why)) {
-        parsed.rules.push_back(std::move(r));
-        continue;
+        const bool second_check =
+            r.action == ProbeAction::kCheck &&
+            std::any_of(parsed.rules.begin(), parsed.rules.end(),
+                        [](const ProbeRule& p) { return p.action == ProbeAction::kCheck; });
+        if (!second_check) {
+          parsed.rules.push_back(std::move(r));
+          continue;
+        }
+        why = "a second check rule (one reference a run: narrow the one check rule, and add "
+              "fingerprint rules for more)";
       }
       why = prefix + why;
     }

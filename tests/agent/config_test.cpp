@@ -186,12 +186,12 @@ TEST(Config, TensorRuleErrorSaysWhatIsWrongInOneLine) {
   EXPECT_EQ(l.status.message(),
             "TCGD_TENSOR=fingerprint:kernal=~x: rule 1: unknown key 'kernal' (did you mean "
             "'kernel'? expected one of kernel, exclude, invocations, when, graphs, replays, args, "
-            "max-bytes, dtype, copies, workspaces, overlap, every, lines)");
+            "max-bytes, dtype, copies, workspaces, overlap, every, lines, reference, rtol, atol)");
   const Loaded r = load(env({{"TCGD_TENSOR", " fingerprint;record:kernel=~gemm "}}));
   ASSERT_FALSE(r.status.isOk());
   EXPECT_EQ(r.status.message(),
             "TCGD_TENSOR=fingerprint;record:kernel=~gemm: rule 2: record: not available in this "
-            "build (fingerprint and print are)");
+            "build (fingerprint, print and check are)");
   TempFile file("TCGD_TENSOR='fingerprint:invocations=5-3'\n");
   const Loaded f = load(env({{"TCGD_CONFIG", file.path()}}));
   ASSERT_FALSE(f.status.isOk());
