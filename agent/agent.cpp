@@ -334,6 +334,12 @@ const Config& config() { return *configStorage(); }
 Channel* activeChannel() { return g_active.load(std::memory_order_acquire); }
 
 void stopForCheck(int status) {
+  // Several threads may see the flag at once: one ends the process, the
+  // others wait for it (an early _exit would cut the session end short).
+  static std::atomic<bool> stopping{false};
+  if (stopping.exchange(true, std::memory_order_acq_rel)) {
+    for (;;) pause();
+  }
   // The bundles are finished as at a normal exit (the recorder writes the
   // check's result and the trailer first), then the process ends at once:
   // exit() would run the job's atexit handlers and static destructors

@@ -89,7 +89,13 @@ std::optional<bundle::Frame> TensorCheck::compare(uint64_t now_ns, uint64_t arri
 }
 
 bundle::Frame TensorCheck::finish(uint64_t now_ns, uint64_t arrived) {
-  if (on() && !latched()) {
+  if (on() && !latched() && arrived == 0) {
+    // Nothing probed (a child process that touched CUDA, say): nothing to
+    // say on the job's stderr.
+    outcome_ = analyze::CheckOutcome{};
+    outcome_.status = CheckStatus::kNotCompared;
+    outcome_.detail = "nothing was probed in this process";
+  } else if (on() && !latched()) {
     analyze::AnalysisOptions options;
     options.divergence.metrics.rtol = options_.rtol;
     options.divergence.metrics.atol = options_.atol;

@@ -75,7 +75,7 @@ void checkText(const TensorFrames& tensor, std::string* out) {
       fmt::format_to(it, "  Check          passed {}: {}{}\n", against, counts, cut);
       break;
     case 2:
-      fmt::format_to(it, "  Check          FAILED {}{}{}\n", against, c.stopped_job() ? ", job stopped (abort)" : "",
+      fmt::format_to(it, "  Check          FAILED {}{}{}\n", against, c.stopped_job() ? ", the job told to stop (abort)" : "",
                      cut);
       fmt::format_to(it, "                 {}\n", c.detail());
       fmt::format_to(it, "                 metric {} ({}), cause {}; {} before it latched\n", c.metric(),

@@ -31,6 +31,8 @@ uint32_t completeSteps(const TensorRun& run, const StepPlan& plan, bool ended, u
     // Settled: what is missing is not coming (dropped, or never written).
   }
   progress->settled = std::max(progress->settled, s);
+  // A step waited for and now complete (or settled) is waited for no more.
+  if (progress->waiting_step != kNone32 && progress->waiting_step < s) progress->waiting_step = kNone32;
   return s;
 }
 
