@@ -140,9 +140,9 @@ void waitForRecorder(const channel::ChannelHeader& header, int timeout_ms) {
   }
 }
 
-// Closes the session once, whoever gets here first (atexit handler or the
-// library destructor).
-void finishSession() {
+// Closes the session once, whoever gets here first (atexit handler, the
+// library destructor, or the check's stop).
+void finishSession(channel::EndReason reason = channel::EndReason::kNormalExit, uint64_t detail = 0) {
   int expected = kRunning;
   if (!g_state.compare_exchange_strong(expected, kStopped, std::memory_order_acq_rel)) return;
   Channel* ch = g_active.exchange(nullptr, std::memory_order_acq_rel);
@@ -150,7 +150,7 @@ void finishSession() {
   const int saved = errno;
   const int timeout_ms = g_exit_timeout_ms.load(std::memory_order_relaxed);
   const int retries = timeout_ms < 1000 ? timeout_ms : 1000;
-  if (!pushSessionEnd(*ch, channel::EndReason::kNormalExit, 0, currentTid(), retries))
+  if (!pushSessionEnd(*ch, reason, detail, currentTid(), retries))
     reportWarning("the ring stayed full at exit; the bundle has no session end");
   waitForRecorder(*ch->header(), timeout_ms);
   errno = saved;
@@ -334,6 +334,21 @@ __attribute__((constructor)) void onLoad() { captureEnvironmentOnce(); }
 const Config& config() { return *configStorage(); }
 
 Channel* activeChannel() { return g_active.load(std::memory_order_acquire); }
+
+void stopForCheck(int status) {
+  // Several threads may see the flag at once: one ends the process, the
+  // others wait for it (an early _exit would cut the session end short).
+  static std::atomic<bool> stopping{false};
+  if (stopping.exchange(true, std::memory_order_acq_rel)) {
+    for (;;) pause();
+  }
+  // The bundles are finished as at a normal exit (the recorder writes the
+  // check's result and the trailer first), then the process ends at once:
+  // exit() would run the job's atexit handlers and static destructors
+  // while its other threads keep launching.
+  finishSession(channel::EndReason::kCheckFailed, static_cast<uint64_t>(status));
+  _exit(status);
+}
 
 bool start() {
   int state = g_state.load(std::memory_order_acquire);

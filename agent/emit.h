@@ -24,6 +24,13 @@ channel::Channel* activeChannel();
 // concurrent callers wait for it. Returns true when recording.
 bool start();
 
+// Ends the job for TCGD_TENSOR's check (abort): closes the session as a
+// normal exit would, naming the check as the reason, waits for the recorder
+// to finish the bundles (TCGD_EXIT_TIMEOUT_MS), then _exit(status). Called
+// once, off the hot path, by the launch hook that found the stop flag
+// (collectors/tensor/check_stop.h).
+[[noreturn]] void stopForCheck(int status);
+
 // The kernel thread id of the caller, cached per thread (reset on fork).
 uint32_t currentTid();
 

@@ -101,6 +101,7 @@ Status Channel::create(const ChannelOptions& options, Channel* out) {
   header->observation_offset = options.observation_bytes != 0 ? observation_offset : 0;
   header->observation_bytes = options.observation_bytes;
   for (auto& c : header->tensor_counters) c.store(0, std::memory_order_relaxed);
+  header->check_stop.store(0, std::memory_order_relaxed);
 
   auto* bytes = static_cast<unsigned char*>(base);
   auto* record_slots = reinterpret_cast<Slot*>(bytes + header->records_offset);

@@ -24,8 +24,8 @@
 namespace tcgd::channel {
 
 inline constexpr uint64_t kChannelMagic = 0x314e414843444754ull;  // "TGDCHAN1"
-// 2: the observation region and the tensor counters.
-inline constexpr uint32_t kChannelVersion = 2;
+// 2: the observation region and the tensor counters. 3: check_stop.
+inline constexpr uint32_t kChannelVersion = 3;
 
 enum class ProducerState : uint32_t {
   kRunning = 0,
@@ -87,7 +87,18 @@ struct ChannelHeader {
   // Counters of the tensor collector (TensorCounter), relaxed increments by
   // the job, sampled by the recorder at points and at the end.
   alignas(64) std::atomic<uint64_t> tensor_counters[kTensorCounterSlots];
+  // TCGD_TENSOR's check action with abort: the recorder stores the exit
+  // status (kCheckExitStatus) here when the first failure latches; the agent
+  // reads it with one relaxed load on its launch hooks and ends the job
+  // (collectors/tensor/check_stop.h). Relaxed both ways: nothing else is
+  // published through it, and a launch or two more before the job sees it
+  // change nothing.
+  alignas(64) std::atomic<uint32_t> check_stop;
 };
+
+// The exit status of a job that TCGD_TENSOR's check action stopped at its
+// first failure (check:...,abort; docs/configuration.md).
+inline constexpr int kCheckExitStatus = 86;
 
 struct ChannelOptions {
   uint64_t record_capacity = 1u << 18;   // 256 Ki records = 16 MiB

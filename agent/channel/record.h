@@ -69,6 +69,7 @@ enum class EndReason : uint64_t {
   kSignal = 2,         // a1 holds the signal number
   kJobVanished = 3,    // the job ended without saying how
   kRecorderError = 4,
+  kCheckFailed = 5,    // TCGD_TENSOR's check stopped the job (abort); a1 holds its exit status
 };
 
 // Where a point came from. Stored in kRecordPoint.a1.

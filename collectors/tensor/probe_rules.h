@@ -14,7 +14,7 @@
 //   value  := "off" | "" | rule { ";" rule } [ ";" ]
 //   rule   := ACTION [ ":" item { "," item } ]
 //   item   := KEY "=" VALUE | INDEX            (an INDEX continues args=)
-//   ACTION := fingerprint | print | record     (check: later)
+//   ACTION := fingerprint | print | record | check
 //
 // Spaces around separators are ignored. Inside a VALUE, "\," and "\;" stand
 // for a literal ',' and ';' (a regex over demangled names meets ", " in
@@ -42,8 +42,10 @@
 
 #include <regex.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,8 +63,8 @@ enum class ProbeAction : uint8_t {
   // Fingerprints, and tcgd-recorder prints a line per observation
   // (tools/recorder/tensor_printer.h).
   kPrint = 2,
-  // Accepted by the syntax, refused by this build with a clear message until
-  // it lands (the rule syntax leaves room for it):
+  // Fingerprints, and tcgd-recorder compares the observations with a
+  // reference bundle as they arrive (tools/recorder/tensor_check.h).
   kCheck = 3,
 };
 
@@ -142,6 +144,17 @@ struct ProbeRule {
   // stream's next kernel when that kernel cannot write what it reads (on;
   // collectors/tensor/capture_overlap.h), or stays in the stream's order.
   bool overlap = true;
+  // check only: reference=PATH, the .tcgd-tensor bundle compared with (a
+  // fingerprint or record run of the same program, usually eager); abort
+  // (an item without '=') stops the job at the first failure; rtol=X and
+  // atol=Y replace torch.testing's tolerances of the floating dtypes, as
+  // tcgd-analyze's --rtol and --atol do.
+  std::string reference;
+  bool abort = false;
+  bool rtol_given = false;
+  bool atol_given = false;
+  double rtol = 0;
+  double atol = 0;
 
   bool argSelected(uint64_t arg) const {
     if (args.empty()) return true;
@@ -165,15 +178,15 @@ inline constexpr const char* kProbeRulesAccepted =
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
     "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
     "workspaces=on|off, overlap=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
-    "values=N; record[:KEY=VALUE,...] the same keys and bytes=N[K|M|G], run-bytes=N[K|M|G] "
+    "values=N; record[:KEY=VALUE,...] the same keys and bytes=N[K|M|G], run-bytes=N[K|M|G]; "
+    "check:reference=PATH[,abort][,rtol=X][,atol=Y] takes the same keys (one check rule at most) "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
 
 // Parses `text` (surrounding spaces trimmed; "off" and "" give no rules).
 // On error returns false, leaves *out untouched and, when `error` is not
 // null, says in one line what is wrong and where ("rule 2: unknown key
 // 'kernal' (did you mean 'kernel'? expected one of kernel, exclude, ...)").
-// Regexes are checked with regcomp. check parses but is refused with
-// "check: not available in this build (fingerprint, print and record are)".
+// Regexes are checked with regcomp.
 // `out` may be null (validation only).
 inline bool parseProbeRules(std::string_view text, ProbeRules* out, std::string* error = nullptr);
 
@@ -240,10 +253,10 @@ inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations",
                                              "graphs", "replays", "args",        "max-bytes",
                                              "dtype",  "copies",      "workspaces", "overlap",
                                              "every",  "lines",       "bytes",      "run-bytes",
-                                             "values"};
+                                             "values", "reference",   "rtol",       "atol"};
 inline constexpr const char* kKeyList =
     "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, "
-    "overlap, every, lines, bytes, run-bytes, values";
+    "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -583,6 +596,26 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
     }
     return true;
   }
+  if (key == "reference" || key == "rtol" || key == "atol") {
+    if (r->action != ProbeAction::kCheck) {
+      *error = std::string(key) + "= is an option of check (check:reference=PATH,...)";
+      return false;
+    }
+    if (key == "reference") {
+      r->reference = value;
+      return true;
+    }
+    // strtod: from_chars for double is missing from older standard libraries.
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (end != value.c_str() + value.size() || !(v >= 0) || v > 1e300) {
+      *error = where + "expected a number of 0 or more (1e-3, 0.01)";
+      return false;
+    }
+    (key == "rtol" ? r->rtol : r->atol) = v;
+    (key == "rtol" ? r->rtol_given : r->atol_given) = true;
+    return true;
+  }
   if (key == "max-bytes") {
     if (!byteCount(value, &r->max_bytes, &why)) {
       *error = where + why;
@@ -637,14 +670,14 @@ inline bool parseRule(std::string_view text, ProbeRule* r, std::string* error) {
       return false;
     }
     *error = "unknown action '" + std::string(action) + "' (" + suggestion(action, kActions) +
-             "expected fingerprint, print or record, or off alone)";
-    return false;
-  }
-  if (a == static_cast<size_t>(ProbeAction::kCheck)) {
-    *error = std::string(action) + ": not available in this build (fingerprint, print and record are)";
+             "expected fingerprint, print, record or check, or off alone)";
     return false;
   }
   r->action = static_cast<ProbeAction>(a);
+  if (colon == std::string_view::npos && r->action == ProbeAction::kCheck) {
+    *error = "check needs reference=PATH (a .tcgd-tensor bundle of the same program, usually eager)";
+    return false;
+  }
   if (colon == std::string_view::npos) return true;
   const std::string_view conditions = trim(text.substr(colon + 1));
   if (conditions.empty()) {
@@ -660,6 +693,19 @@ inline bool parseRule(std::string_view text, ProbeRule* r, std::string* error) {
       return false;
     }
     const size_t eq = item.find('=');
+    if (eq == std::string_view::npos && item == "abort") {
+      if (r->action != ProbeAction::kCheck) {
+        *error = "abort is an option of check (check:reference=PATH,abort)";
+        return false;
+      }
+      if (r->abort) {
+        *error = "abort given twice";
+        return false;
+      }
+      r->abort = true;
+      last_key = item;
+      continue;
+    }
     if (eq == std::string_view::npos) {
       if (last_key == "args" && isIndexList(item)) {  // args=0,2-3
         IndexRange extra;
@@ -686,6 +732,10 @@ inline bool parseRule(std::string_view text, ProbeRule* r, std::string* error) {
   const bool captured_only = ((seen >> 4) & 1u) || ((seen >> 5) & 1u);  // graphs, replays
   if (captured_only && r->when == ProbeWhen::kEager) {
     *error = "graphs= and replays= select captured launches, but when=eager";
+    return false;
+  }
+  if (r->action == ProbeAction::kCheck && r->reference.empty()) {
+    *error = "check needs reference=PATH (a .tcgd-tensor bundle of the same program, usually eager)";
     return false;
   }
   return true;
@@ -716,8 +766,16 @@ inline bool parseProbeRules(std::string_view text, ProbeRules* out, std::string*
     } else {
       ProbeRule r;
       if (d::parseRule(rule, &r, &why)) {
-        parsed.rules.push_back(std::move(r));
-        continue;
+        const bool second_check =
+            r.action == ProbeAction::kCheck &&
+            std::any_of(parsed.rules.begin(), parsed.rules.end(),
+                        [](const ProbeRule& p) { return p.action == ProbeAction::kCheck; });
+        if (!second_check) {
+          parsed.rules.push_back(std::move(r));
+          continue;
+        }
+        why = "a second check rule (one reference a run: narrow the one check rule, and add "
+              "fingerprint rules for more)";
       }
       why = prefix + why;
     }

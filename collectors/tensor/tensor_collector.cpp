@@ -240,8 +240,20 @@ bool probeLaunch(const KernelLaunch& launch);
 
 }  // namespace
 
+int checkStop() {
+  channel::Channel* ch = agent::activeChannel();
+  if (ch == nullptr) return 0;
+  // relaxed: the flag publishes nothing but itself (channel.h).
+  const uint32_t status = ch->header()->check_stop.load(std::memory_order_relaxed);
+  if (status != 0) [[unlikely]]
+    agent::stopForCheck(static_cast<int>(status));
+  return 0;
+}
+
 int kernelLaunched(const KernelLaunch& launch, CUresult result) {
-  if (!enabled() || result != CUDA_SUCCESS) return 0;
+  if (!enabled()) return 0;
+  checkStop();
+  if (result != CUDA_SUCCESS) return 0;
   if (!probeLaunch(launch)) joinPending(launch.stream, launch.per_thread);
   return 0;
 }
@@ -394,7 +406,9 @@ bool probeDestination(uint64_t pseudo, SiteKind kind, uint64_t dst, uint64_t byt
 
 int copyEnqueued(uint64_t dst, uint64_t src, uint64_t bytes, CopyKind kind, CUstream stream,
                  bool per_thread, CUresult result) {
-  if (!enabled() || result != CUDA_SUCCESS || bytes == 0 || kind == kCopyDtoH) return 0;
+  if (!enabled()) return 0;
+  checkStop();
+  if (result != CUDA_SUCCESS || bytes == 0 || kind == kCopyDtoH) return 0;
   const uint64_t pseudo = kind == kCopyHtoD ? kPseudoCopyHtoD : kind == kCopyDtoD ? kPseudoCopyDtoD : kPseudoCopy;
   // cuMemcpyAsync's destination may be host memory: observed only when a
   // map knows it as a device allocation (reading anything else could fault).
@@ -407,7 +421,9 @@ int copyEnqueued(uint64_t dst, uint64_t src, uint64_t bytes, CopyKind kind, CUst
 
 int setEnqueued(uint64_t dst, uint32_t value, uint32_t element_bytes, uint64_t count_elements,
                 CUstream stream, bool per_thread, CUresult result) {
-  if (!enabled() || result != CUDA_SUCCESS || count_elements == 0) return 0;
+  if (!enabled()) return 0;
+  checkStop();
+  if (result != CUDA_SUCCESS || count_elements == 0) return 0;
   const uint64_t pseudo = element_bytes == 1 ? kPseudoSet8 : element_bytes == 2 ? kPseudoSet16 : kPseudoSet32;
   if (!probeDestination(pseudo, SiteKind::kSet, dst, count_elements * element_bytes, false, stream, per_thread,
                         value, element_bytes)) {

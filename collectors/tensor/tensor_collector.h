@@ -62,6 +62,13 @@ int eventRecorded(CUevent event, CUstream stream, bool per_thread, bool with_fla
                   CUresult result);
 int graphLaunched(CUstream stream, bool per_thread, CUresult result);
 
+// TCGD_TENSOR's check with abort: when the recorder has raised the stop flag
+// (ChannelHeader::check_stop, set at the first failure), ends the job with
+// its exit status (agent::stopForCheck); else returns 0. One relaxed load of
+// the flag past the active channel's; called by the launch, copy and set
+// hooks (with probes on) and the graph-launch hooks (hooks.def).
+int checkStop();
+
 // Graphs built without capture are not probed: counted, and said once.
 int manualKernelNode(CUresult result);
 int graphExecUpdated(CUresult result);

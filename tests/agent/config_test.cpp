@@ -186,12 +186,13 @@ TEST(Config, TensorRuleErrorSaysWhatIsWrongInOneLine) {
   EXPECT_EQ(l.status.message(),
             "TCGD_TENSOR=fingerprint:kernal=~x: rule 1: unknown key 'kernal' (did you mean "
             "'kernel'? expected one of kernel, exclude, invocations, when, graphs, replays, args, "
-            "max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values)");
+            "max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values, reference, rtol, "
+            "atol)");
   const Loaded r = load(env({{"TCGD_TENSOR", " fingerprint;check:kernel=~gemm "}}));
   ASSERT_FALSE(r.status.isOk());
   EXPECT_EQ(r.status.message(),
-            "TCGD_TENSOR=fingerprint;check:kernel=~gemm: rule 2: check: not available in this "
-            "build (fingerprint, print and record are)");
+            "TCGD_TENSOR=fingerprint;check:kernel=~gemm: rule 2: check needs reference=PATH (a .tcgd-tensor "
+            "bundle of the same program, usually eager)");
   TempFile file("TCGD_TENSOR='fingerprint:invocations=5-3'\n");
   const Loaded f = load(env({{"TCGD_CONFIG", file.path()}}));
   ASSERT_FALSE(f.status.isOk());

@@ -16,11 +16,14 @@ bundle against, taken from PyTorch in the same run.
     unwritten-padding MODE  the graph's buffer is never zeroed: its padding rows hold NaN
     dropout MODE          dropout: random numbers differ, legitimately (the graph run draws one more)
     correct MODE          a correct graphed program: no divergence
+  GATE_STEPS=N and GATE_PAUSE=SECONDS (environment) make the planted bugs run N
+  steps, pausing before each replay: a long run for the check action to stop.
 """
 import json
 import os
 import signal
 import sys
+import time
 
 import numpy as np
 import torch
@@ -29,7 +32,8 @@ import gpu_common as g
 
 CASE = sys.argv[1] if len(sys.argv) > 1 else "quickstart"
 MODE = sys.argv[2] if len(sys.argv) > 2 else "graph"
-STEPS = 4
+STEPS = int(os.environ.get("GATE_STEPS", "4"))
+PAUSE = float(os.environ.get("GATE_PAUSE", "0"))
 torch.manual_seed(0)
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -268,6 +272,9 @@ def graphed(mode, body, steps=STEPS, before_replay=None, setup=None):
     with torch.cuda.graph(graph):
         static_out = body(0)
     for k in range(steps):
+        if PAUSE:
+            torch.cuda.synchronize()
+            time.sleep(PAUSE)
         if before_replay:
             before_replay(k)
         graph.replay()

@@ -10,6 +10,8 @@ run unmodified without and with the agent (TCGD_TENSOR=fingerprint), the
     tensor-record          TCGD_TENSOR=record: a captured tensor's bytes in each of 3 replays equal torch's copies
     tensor-record-kernel   record_gpu_check: recorded bytes bit-exact, and the 1 GiB record rate vs a pinned copy
     tensor-planted-<bug>   the planted bugs of first-divergence, eager and graph (tensor_expect.py)
+    tensor-check-abort     baked-scalar eager under fingerprint, then as a long graph run under
+                           check:reference=EAGER,abort: stopped at replay 1 with exit status 86
 
 The checks of a bundle (check_*: a TensorBundle, the program's truth.json and
 expect(ok, text)) are separate from the runs, so the CPU suite replays them on
@@ -17,6 +19,7 @@ the bundles kept in tests/golden/tensor (tests/golden/check_golden_tensor.py).
 """
 import json
 import math
+import shutil
 import subprocess
 import sys
 
@@ -430,8 +433,55 @@ def planted(gate, only):
                           traced_last.seconds if traced_last else 0))
 
 
+def check_abort(gate, only):
+    """TCGD_TENSOR's check action with abort on the baked-scalar bug: the
+    eager run is the reference; the graph run (200 replays, 20 ms apart) is
+    checked against it as it goes and must stop where it first diverges,
+    replay 1 (tensor_expect.PLANTED), with the check's exit status."""
+    name = "tensor-check-abort"
+    if only and name not in only:
+        return
+    case_dir, truth, b, expect, checks, traced = common(gate, f"{name}-eager", ["baked-scalar", "eager"])
+    found = job_tensor_bundle(gate, case_dir, "tensor_cases.py")
+    expect(len(found) == 1, f"the eager reference bundle ({[p.name for p in found]})")
+    if len(found) != 1:
+        gate.rows.append((name, False, checks, traced.seconds))
+        return
+    reference = found[0]
+    graph_dir = gate.out / f"{name}-graph"
+    shutil.rmtree(graph_dir, ignore_errors=True)
+    graph_dir.mkdir(parents=True)
+    env = gate.env(True, graph_dir, graph_dir / "truth.json",
+                   {"TCGD_TENSOR": f"check:reference={reference},abort", "GATE_STEPS": "200", "GATE_PAUSE": "0.02"})
+    run = type(traced)([sys.executable, "tensor_cases.py", "baked-scalar", "graph"], env, 300)  # run_gate.Run
+    (graph_dir / "agent.stdout").write_text(run.stdout)
+    (graph_dir / "agent.stderr").write_text(run.stderr)
+    failed = [ln for ln in run.stderr.splitlines() if ln.startswith("tcgd check: FAILED")]
+    expect(not run.hung, "no hang")
+    expect(run.rc == 86, f"exit status 86, the check's ({run.rc})")
+    expect(len(failed) == 1, f"one FAILED line ({failed})")
+    expect(failed and "FAILED at replay 1 (" in failed[0] and "stopping the job (exit status 86)" in failed[0],
+           f"stopped at replay 1 ({failed[:1]})")
+    bundles = sorted(graph_dir.glob("*.tcgd-tensor"))
+    expect(len(bundles) == 1, f"one tensor bundle ({len(bundles)})")
+    if bundles:
+        info = json.loads(gate.analyze_json("info", "--json", str(bundles[0])).stdout or "{}")
+        tensor = info.get("tensor") or {}
+        check = tensor.get("check") or {}
+        expect(check.get("status") == "failed" and check.get("replay") == 1 and check.get("stopped_job"),
+               f"the bundle's check: failed at replay 1, job stopped ({check})")
+        replays = max([c.get("replays", 0) for c in tensor.get("captures", [])] or [0])
+        expect(0 < replays < 200, f"stopped before the run's end: {replays} of 200 replays observed")
+        p = gate.analyze_json("tensor", "first-divergence", "--json", str(reference), str(bundles[0]))
+        (graph_dir / "first-divergence.json").write_text(p.stdout + p.stderr)
+        fd = json.loads(p.stdout or "{}").get("first_divergence") or {}
+        expect(p.returncode == 1 and fd.get("candidate_step") == check.get("step"),
+               f"offline first-divergence agrees: step {fd.get('candidate_step')} ({fd.get('cause')})")
+    gate.rows.append((name, all(c[0] for c in checks), checks, run.seconds))
+
+
 STAGE = [fingerprint_check, record_kernel_check, quickstart, record_case, transformer, compile_case, two_streams,
-         kill, planted]
+         kill, planted, check_abort]
 
 
 def run(gate, only):

@@ -368,6 +368,11 @@ void Recorder::Impl::noteSessionEnd(const Record& r) {
     case channel::EndReason::kRecorderError:
       session_end_reason_ = "recorder error: reported by the agent";
       break;
+    case channel::EndReason::kCheckFailed:
+      // The job ended itself, on purpose, with everything recorded.
+      session_end_normal_ = true;
+      session_end_reason_ = "stopped by check (exit status " + std::to_string(r.a[1]) + ")";
+      break;
     default:
       session_end_reason_ = "job vanished";
       break;

@@ -107,12 +107,15 @@ Status TensorOutput::open(const std::string& dir, const std::string& base,
   if (auto it = header.config().find("TCGD_TENSOR"); it != header.config().end()) {
     collectors::tensor::ProbeRules rules;
     if (collectors::tensor::parseProbeRules(it->second, &rules)) {
-      auto printer = std::make_unique<TensorPrinter>(std::move(rules.rules), [](std::string_view line) {
-        // The recorder's standard error is the job's: the lines show where
-        // the job's own output does.
+      // The recorder's standard error is the job's: the lines show where
+      // the job's own output does.
+      const auto to_stderr = [](std::string_view line) {
         std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
         std::fflush(stderr);
-      });
+      };
+      if (auto options = TensorCheck::fromRules(rules.rules))
+        check_ = std::make_unique<TensorCheck>(std::move(*options), writer_.path(), it->second, to_stderr);
+      auto printer = std::make_unique<TensorPrinter>(std::move(rules.rules), to_stderr);
       if (printer->active()) printer_ = std::move(printer);
     }
   }
@@ -272,7 +275,23 @@ size_t TensorOutput::poll(uint64_t now_ns, uint64_t max_age_ns) {
     flushObservations();
   if (sites_frame_.tensor_sites().sites_size() != 0 && now_ns - sites_opened_ns_ >= max_age_ns)
     flushSites();
+  if (check_ != nullptr) pollCheck(now_ns);
   return read;
+}
+
+void TensorOutput::pollCheck(uint64_t now_ns) {
+  const uint64_t arrived = sites_written_ + drain_.observations();
+  if (!check_->due(now_ns, arrived)) return;
+  // The comparison reads the bundle back: everything so far goes to disk.
+  flushSites();
+  flushObservations();
+  out_->flushEvents();
+  if (std::optional<bundle::Frame> frame = check_->compare(now_ns, arrived, true)) {
+    out_->writeFrame(*frame);
+    // relaxed: the flag carries only itself (channel.h).
+    if (check_->stopWanted())
+      channel_->header()->check_stop.store(channel::kCheckExitStatus, std::memory_order_relaxed);
+  }
 }
 
 void TensorOutput::writeCounters(uint64_t point_ordinal, bool final) {
@@ -335,6 +354,10 @@ Status TensorOutput::finish(const channel::ChannelHeader& channel,
   }
   flushObservations();
   flushPayloads();
+  if (check_ != nullptr) {
+    out_->flushEvents();
+    out_->writeFrame(check_->finish(channel::monotonicNowNs(), sites_written_ + drain_.observations()));
+  }
   writeCounters(0, true);
   bundle::Trailer trailer;
   trailer.set_end_reason(memory_trailer.end_reason());

@@ -25,6 +25,7 @@
 #include "record_drain.h"
 #include "record_counts.h"
 #include "tcgd/bundle.pb.h"
+#include "tensor_check.h"
 #include "tensor_printer.h"
 
 namespace tcgd::recorder {
@@ -74,6 +75,9 @@ class TensorOutput {
   // Drains the ring into the open batch and shows the new rows to the printer.
   size_t drainObservations();
   void writeCounters(uint64_t point_ordinal, bool final);
+  // The check action: compares when due, writes the frame of a failure and
+  // raises the stop flag under abort.
+  void pollCheck(uint64_t now_ns);
 
   channel::Channel* channel_;
   ObservationDrain drain_;
@@ -84,6 +88,8 @@ class TensorOutput {
   RecordCounts counts_;
   // TCGD_TENSOR's print rules (null when none prints).
   std::unique_ptr<TensorPrinter> printer_;
+  // TCGD_TENSOR's check rule (null when none checks).
+  std::unique_ptr<TensorCheck> check_;
   // Blobs a later record reads: site descriptions (until their record),
   // strings (kernel names) and layouts, by id.
   std::unordered_map<uint64_t, std::string> sites_pending_;

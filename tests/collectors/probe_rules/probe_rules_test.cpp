@@ -166,6 +166,33 @@ TEST(ProbeRules, PrintTakesEveryAndLinesBesideTheSameKeys) {
   EXPECT_EQ(r.rules[2].lines, 200u);
 }
 
+TEST(ProbeRules, CheckTakesAReferenceAbortAndTolerancesBesideTheSameKeys) {
+  const ProbeRules r = parse(
+      "check:reference=out/eager-p1.tcgd-tensor,kernel=~gemm,abort,rtol=1e-4,atol=2.5e-6,when=capture;"
+      "fingerprint:kernel=~softmax");
+  ASSERT_EQ(r.rules.size(), 2u);
+  const ProbeRule& c = r.rules[0];
+  EXPECT_EQ(c.action, ProbeAction::kCheck);
+  EXPECT_EQ(c.reference, "out/eager-p1.tcgd-tensor");
+  EXPECT_TRUE(c.abort);
+  EXPECT_TRUE(c.rtol_given);
+  EXPECT_TRUE(c.atol_given);
+  EXPECT_DOUBLE_EQ(c.rtol, 1e-4);
+  EXPECT_DOUBLE_EQ(c.atol, 2.5e-6);
+  EXPECT_EQ(c.kernel, "gemm");
+  EXPECT_EQ(c.when, ProbeWhen::kCapture);
+  EXPECT_EQ(r.rules[1].action, ProbeAction::kFingerprint);
+  // The defaults: no abort, torch.testing's tolerances; a comma in the path
+  // is written \,.
+  const ProbeRules escaped = parse("check:reference=runs/a\\,b.tcgd-tensor");
+  ASSERT_EQ(escaped.rules.size(), 1u);
+  const ProbeRule& plain = escaped.rules[0];
+  EXPECT_EQ(plain.reference, "runs/a,b.tcgd-tensor");
+  EXPECT_FALSE(plain.abort);
+  EXPECT_FALSE(plain.rtol_given);
+  EXPECT_FALSE(plain.atol_given);
+}
+
 TEST(ProbeRules, ArgsListContinuesOverCommas) {
   const ProbeRule p = parse("fingerprint:args=0,2-3,7-,max-bytes=1G").rules.at(0);
   ASSERT_EQ(p.args.size(), 3u);
@@ -254,12 +281,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadRule{"fingerprint:kernal=~x",
                 "rule 1: unknown key 'kernal' (did you mean 'kernel'? expected one of kernel, "
                 "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, "
-                "bytes, run-bytes, values)"},
+                "bytes, run-bytes, values, reference, rtol, atol)"},
         BadRule{"fingerprint:size=1",
                 "rule 1: unknown key 'size' (expected one of kernel, exclude, invocations, when, "
-                "graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values)"},
-        BadRule{"fingerprint;check:kernel=~x",
-                "rule 2: check: not available in this build (fingerprint, print and record are)"},
+                "graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values, "
+                "reference, rtol, atol)"},
         BadRule{"fingerprint:bytes=1M", "rule 1: bytes= is an option of record (record:bytes=N)"},
         BadRule{"print:run-bytes=1G", "rule 1: run-bytes= is an option of record (record:run-bytes=N)"},
         BadRule{"record:values=4", "rule 1: values= is an option of print (print:values=N)"},
@@ -274,12 +300,25 @@ INSTANTIATE_TEST_SUITE_P(
         BadRule{"fingerprint:every=2", "rule 1: every= is an option of print (print:every=N)"},
         BadRule{"print:lines=0", "rule 1: lines=0: expected an integer between 1 and 1000000000"},
         BadRule{"print:every=x", "rule 1: every=x: expected an integer between 1 and 1000000000"},
-        BadRule{"check:kernel=~x",
-                "rule 1: check: not available in this build (fingerprint, print and record are)"},
+        BadRule{"fingerprint;check:kernel=~x",
+                "rule 2: check needs reference=PATH (a .tcgd-tensor bundle of the same program, usually eager)"},
+        BadRule{"check", "rule 1: check needs reference=PATH (a .tcgd-tensor bundle of the same program, usually eager)"},
+        BadRule{"check:reference=a,reference=b", "rule 1: reference given twice"},
+        BadRule{"check:reference=a,abort,abort", "rule 1: abort given twice"},
+        BadRule{"check:reference=a,abrot", "rule 1: 'abrot' is not KEY=VALUE"},
+        BadRule{"fingerprint:abort", "rule 1: abort is an option of check (check:reference=PATH,abort)"},
+        BadRule{"fingerprint:reference=a",
+                "rule 1: reference= is an option of check (check:reference=PATH,...)"},
+        BadRule{"print:rtol=1e-3", "rule 1: rtol= is an option of check (check:reference=PATH,...)"},
+        BadRule{"check:reference=a,rtol=x", "rule 1: rtol=x: expected a number of 0 or more (1e-3, 0.01)"},
+        BadRule{"check:reference=a,atol=-1", "rule 1: atol=-1: expected a number of 0 or more (1e-3, 0.01)"},
+        BadRule{"check:reference=a;check:reference=b,kernel=~x",
+                "rule 2: a second check rule (one reference a run: narrow the one check rule, and add fingerprint "
+                "rules for more)"},
         BadRule{"fingerprnt",
                 "rule 1: unknown action 'fingerprnt' (did you mean 'fingerprint'? expected "
                 "fingerprint, print or record, or off alone)"},
-        BadRule{"on", "rule 1: unknown action 'on' (expected fingerprint, print or record, or off alone)"},
+        BadRule{"on", "rule 1: unknown action 'on' (expected fingerprint, print, record or check, or off alone)"},
         BadRule{"kernel=~gemm",
                 "rule 1: 'kernel=~gemm' does not start with an action (fingerprint:KEY=VALUE,...)"},
         BadRule{"fingerprint,kernel=~gemm",

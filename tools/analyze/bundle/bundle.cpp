@@ -124,6 +124,7 @@ void Bundle::absorb(const bundle::Frame& frame, uint64_t offset, const LoadOptio
     case bundle::Frame::kTensorObservations:
     case bundle::Frame::kTensorCounters:
     case bundle::Frame::kTensorPayloads:
+    case bundle::Frame::kTensorCheck:
       // Tensor frames: read when the tensor readers stream the file.
       ++tensor_frames_;
       return;

@@ -291,6 +291,9 @@ void forEachTensorFrame(const Bundle& bundle, const TensorFrameVisitor& visit) {
       case bundle::Frame::kTensorPayloads:
         if (visit.payloads) visit.payloads(frame.tensor_payloads(), info);
         break;
+      case bundle::Frame::kTensorCheck:
+        if (visit.check) visit.check(frame.tensor_check(), info);
+        break;
       default:
         break;
     }
@@ -324,6 +327,17 @@ std::string observationColumnsProblem(const bundle::TensorObservationBatch& b) {
     problem += fmt::format("{}{} has {} entries for {} rows", problem.empty() ? "" : ", ", name, size, rows);
   }
   return problem;
+}
+
+const char* tensorCheckStatusName(uint32_t status) {
+  switch (status) {
+    case 0: return "checking";
+    case 1: return "passed";
+    case 2: return "failed";
+    case 3: return "not_compared";
+    case 4: return "off";
+    default: return "unknown";
+  }
 }
 
 const char* tensorSiteKindName(uint32_t kind) {
@@ -387,6 +401,10 @@ TensorFrames readTensorFrames(const Bundle& bundle) {
                                            info.offset, p.site(), p.exec(), p.range(), p.offset(),
                                            p.data().size(), p.range_bytes()));
     }
+  };
+  visit.check = [&](const bundle::TensorCheck& c, const FrameInfo&) {
+    ++out.frames;
+    out.check = c;
   };
   if (bundle.tensorFrames() != 0) forEachTensorFrame(bundle, visit);
   out.recorded_observations = recorded.size();

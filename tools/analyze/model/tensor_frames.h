@@ -28,6 +28,7 @@ struct TensorFrameVisitor {
   std::function<void(const bundle::TensorObservationBatch&, const FrameInfo&)> observations;
   std::function<void(const bundle::TensorCounters&, const FrameInfo&)> counters;
   std::function<void(const bundle::TensorPayloadBatch&, const FrameInfo&)> payloads;
+  std::function<void(const bundle::TensorCheck&, const FrameInfo&)> check;
 };
 void forEachTensorFrame(const Bundle& bundle, const TensorFrameVisitor& visit);
 
@@ -42,6 +43,8 @@ std::string observationColumnsProblem(const bundle::TensorObservationBatch& batc
 // TensorSite.kind and TensorKernel.family by name.
 const char* tensorSiteKindName(uint32_t kind);      // "kernel", "cooperative", "copy", "set"
 const char* tensorKernelFamilyName(uint32_t family);  // "kernel", "function", "pseudo", "unknown"
+// TensorCheck.status by name: "checking", "passed", "failed", "not_compared", "off", "unknown".
+const char* tensorCheckStatusName(uint32_t status);
 
 struct CaptureObservations {
   uint64_t sites = 0;         // captured sites of this capture
@@ -77,6 +80,9 @@ struct TensorFrames {
   // (a torn bundle); its kind says which.
   std::optional<bundle::TensorCounters> counters;
   uint64_t counters_frames = 0;
+  // The check action's result (TCGD_TENSOR=check:...): the last TensorCheck
+  // frame (the final one, unless the recording was cut short).
+  std::optional<bundle::TensorCheck> check;
   // Inconsistencies (validate reports them): observations of sites that
   // are not there, ranges and replays out of a site's bounds, columns of
   // unequal length, counters that disagree with the frames, duplicate sites,

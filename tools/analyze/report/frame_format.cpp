@@ -52,6 +52,7 @@ const char* frameTypeName(const bundle::Frame& frame) {
     case bundle::Frame::kTensorObservations: return "tensor_observations";
     case bundle::Frame::kTensorCounters: return "tensor_counters";
     case bundle::Frame::kTensorPayloads: return "tensor_payloads";
+    case bundle::Frame::kTensorCheck: return "tensor_check";
     case bundle::Frame::BODY_NOT_SET: break;
   }
   return "unknown";
@@ -102,6 +103,11 @@ void appendFrameJson(const FrameInfo& info, std::string* out) {
       json.key("bytes").value(bytes);
       break;
     }
+    case bundle::Frame::kTensorCheck:
+      json.key("final").value(frame.tensor_check().final());
+      json.key("status").value(tensorCheckStatusName(frame.tensor_check().status()));
+      json.key("detail").value(frame.tensor_check().detail());
+      break;
     default:
       break;
   }
@@ -148,6 +154,11 @@ void appendFrameText(const FrameInfo& info, std::string* out) {
       fmt::format_to(it, " pieces={} bytes={}", frame.tensor_payloads().payloads_size(), bytes);
       break;
     }
+    case bundle::Frame::kTensorCheck:
+      fmt::format_to(it, " final={} status={} detail=", frame.tensor_check().final(),
+                     tensorCheckStatusName(frame.tensor_check().status()));
+      appendTextValue(frame.tensor_check().detail(), out);
+      break;
     default:
       break;
   }

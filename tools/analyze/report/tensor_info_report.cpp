@@ -58,6 +58,41 @@ void countersText(const TensorFrames& tensor, std::string* out) {
   fmt::format_to(it, "  Skipped        {}\n", list.empty() ? "none" : list);
 }
 
+// The check action's result (TCGD_TENSOR=check:...): one line, and the
+// failure's where and what.
+void checkText(const TensorFrames& tensor, std::string* out) {
+  if (!tensor.check) return;
+  const bundle::TensorCheck& c = *tensor.check;
+  auto it = std::back_inserter(*out);
+  const std::string against = fmt::format("against {}{}", c.reference(),
+                                          c.reference_run().empty() ? "" : " (run " + c.reference_run() + ")");
+  const std::string counts =
+      fmt::format("{} of {} in {} compared", plural(c.observations(), "observation", "observations"),
+                  plural(c.launches(), "launch", "launches"), plural(c.steps(), "step", "steps"));
+  const std::string cut = c.final() ? "" : " (no final result: the recording was cut short)";
+  switch (c.status()) {
+    case 1:
+      fmt::format_to(it, "  Check          passed {}: {}{}\n", against, counts, cut);
+      break;
+    case 2:
+      fmt::format_to(it, "  Check          FAILED {}{}{}\n", against, c.stopped_job() ? ", the job told to stop (abort)" : "",
+                     cut);
+      fmt::format_to(it, "                 {}\n", c.detail());
+      fmt::format_to(it, "                 metric {} ({}), cause {}; {} before it latched\n", c.metric(),
+                     c.verdict(), c.cause(), counts);
+      break;
+    case 3:
+      fmt::format_to(it, "  Check          not compared {}: {}\n", against, c.detail());
+      break;
+    case 4:
+      fmt::format_to(it, "  Check          off: {}\n", c.detail());
+      break;
+    default:
+      fmt::format_to(it, "  Check          {} {}{}\n", tensorCheckStatusName(c.status()), against, cut);
+      break;
+  }
+}
+
 }  // namespace
 
 void appendTensorInfoText(const TensorFrames& tensor, bool verbose, std::string* out) {
@@ -99,6 +134,7 @@ void appendTensorInfoText(const TensorFrames& tensor, bool verbose, std::string*
                    tensor.record_cut_budget, tensor.record_cut_run, tensor.record_dropped_staging,
                    tensor.records_torn);
   countersText(tensor, out);
+  checkText(tensor, out);
   if (tensor.kernels.empty()) return;
   const std::vector<const TensorKernelInfo*> kernels = byProbes(tensor);
   if (verbose) {
@@ -216,6 +252,37 @@ void writeTensorInfoJson(const TensorFrames& tensor, JsonWriter& json) {
     json.key("source").value(c.final() ? "final" : "last");
     json.key("frames").value(tensor.counters_frames);
     writeTensorCountersFields(c, json);
+    json.endObject();
+  }
+  json.key("check");
+  if (!tensor.check) {
+    json.null();
+  } else {
+    const bundle::TensorCheck& c = *tensor.check;
+    json.beginObject();
+    json.key("final").value(c.final());
+    json.key("status").value(tensorCheckStatusName(c.status()));
+    json.key("detail").value(c.detail());
+    json.key("reference").value(c.reference());
+    json.key("abort").value(c.abort());
+    json.key("stopped_job").value(c.stopped_job());
+    if (c.status() == 2) {
+      json.key("step").value(c.step());
+      json.key("reference_step").value(c.reference_step());
+      json.key("capture").value(c.capture());
+      json.key("replay").value(c.replay());
+      json.key("kernel").value(c.kernel());
+      json.key("invocation").value(c.invocation());
+      json.key("param").value(c.param());
+      json.key("metric").value(c.metric());
+      json.key("verdict").value(c.verdict());
+      json.key("reference_value").value(c.reference_value());
+      json.key("candidate_value").value(c.candidate_value());
+      json.key("cause").value(c.cause());
+    }
+    json.key("observations").value(c.observations());
+    json.key("launches").value(c.launches());
+    json.key("steps").value(c.steps());
     json.endObject();
   }
   json.key("problems").array(tensor.problems);

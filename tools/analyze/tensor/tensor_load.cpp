@@ -278,6 +278,7 @@ void absorbFrame(const bundle::Frame& frame, TensorRunParts* parts, std::vector<
       return;
     case bundle::Frame::kModules:
     case bundle::Frame::kTensorPayloads:  // recorded bytes: model/recorded_values.h reads them
+    case bundle::Frame::kTensorCheck:  // the check action's result: info shows it
     case bundle::Frame::BODY_NOT_SET:
       return;
   }
