@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "mini_json.h"
 #include "run_tool.h"
@@ -242,6 +244,64 @@ TEST(TensorCli, HelpListsTheVerbs) {
   const ToolResult help = runAnalyze({"tensor", "first-divergence", "--help"});
   EXPECT_NE(help.out.find("--rng-kernels REGEX"), std::string::npos);
   EXPECT_NE(help.out.find("1   a divergence was found"), std::string::npos);
+}
+
+// narrow: rules that record the first divergence and the launches before it,
+// each where it diverged, and fingerprint the rest; the files tcgd narrow
+// reads; nothing to narrow without a divergence.
+TEST(TensorCli, NarrowRecordsTheFirstDivergenceAndTheLaunchesBeforeIt) {
+  const Case c(Scenario{Bug::kBakedScalar});
+  const ToolResult r = runAnalyze({"tensor", "narrow", c.files.eager, c.files.graph, "--json", "--before", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const JsonValue j = parsed(r);
+  EXPECT_EQ(j["schema"].asString(), "tcgd.tensor.narrow");
+  EXPECT_EQ(j["cause"].asString(), "scalar_baked_at_capture");
+  ASSERT_EQ(j["launches"].size(), 2u);  // the one before and the diverging one
+  const std::string reference = j["reference"]["rules"].asString();
+  const std::string candidate = j["candidate"]["rules"].asString();
+  // The diverging SGD update: eager at its step, captured at its replay.
+  EXPECT_NE(reference.find(std::string("record:kernel=") + kSgd), std::string::npos) << reference;
+  EXPECT_NE(reference.find(",when=eager"), std::string::npos) << reference;
+  EXPECT_EQ(reference.find("when=capture"), std::string::npos) << reference;
+  EXPECT_NE(candidate.find(std::string("record:kernel=") + kSgd), std::string::npos) << candidate;
+  EXPECT_NE(candidate.find(",when=capture,graphs=0,replays=1"), std::string::npos) << candidate;
+  // Everything else fingerprinted, so the rerun lines up as this pair did.
+  EXPECT_EQ(reference.substr(reference.size() - 12), ";fingerprint") << reference;
+  EXPECT_EQ(candidate.substr(candidate.size() - 12), ";fingerprint") << candidate;
+  size_t records = 0;
+  for (size_t at = candidate.find("record:"); at != std::string::npos; at = candidate.find("record:", at + 1)) ++records;
+  EXPECT_EQ(records, 2u) << candidate;
+  ASSERT_EQ(j["reference"]["command_line"].size(), 2u);
+  EXPECT_EQ(j["reference"]["command_line"][1].asString(), "train.py");
+
+  // --write: the rules and each run's command line, NUL-separated.
+  ScratchDir out;
+  const ToolResult w =
+      runAnalyze({"tensor", "narrow", c.files.eager, c.files.graph, "--before", "0", "--write", out.file("")});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE(w.out.find("candidate: TCGD_TENSOR='record:kernel="), std::string::npos) << w.out;
+  std::ifstream rules(out.file("candidate.rules"));
+  std::string line;
+  std::getline(rules, line);
+  EXPECT_EQ(line.rfind("record:kernel=", 0), 0u) << line;
+  EXPECT_EQ(line.find("record:", 1), std::string::npos) << line;  // --before 0: one launch
+  std::ifstream argv(out.file("reference.argv"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(argv)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(bytes, std::string("python\0train.py\0", 16));
+}
+
+TEST(TensorCli, NarrowWithoutADivergenceAndBadOptions) {
+  const Case c(Scenario{Bug::kNone});
+  const ToolResult none = runAnalyze({"tensor", "narrow", c.files.eager, c.files.graph});
+  EXPECT_EQ(none.exit_code, 1) << none.err;
+  EXPECT_NE(none.out.find("no divergence: nothing to narrow"), std::string::npos) << none.out;
+  const Case bad(Scenario{Bug::kBakedScalar});
+  const ToolResult before = runAnalyze({"tensor", "narrow", bad.files.eager, bad.files.graph, "--before", "99"});
+  EXPECT_EQ(before.exit_code, 2);
+  EXPECT_NE(before.err.find("--before '99': expected an integer from 0 to 30"), std::string::npos) << before.err;
+  const ToolResult bytes = runAnalyze({"tensor", "narrow", bad.files.eager, bad.files.graph, "--bytes", "lots"});
+  EXPECT_EQ(bytes.exit_code, 2);
+  EXPECT_NE(bytes.err.find("--bytes 'lots'"), std::string::npos) << bytes.err;
 }
 
 }  // namespace

@@ -317,7 +317,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "rules for more)"},
         BadRule{"fingerprnt",
                 "rule 1: unknown action 'fingerprnt' (did you mean 'fingerprint'? expected "
-                "fingerprint, print or record, or off alone)"},
+                "fingerprint, print, record or check, or off alone)"},
         BadRule{"on", "rule 1: unknown action 'on' (expected fingerprint, print, record or check, or off alone)"},
         BadRule{"kernel=~gemm",
                 "rule 1: 'kernel=~gemm' does not start with an action (fingerprint:KEY=VALUE,...)"},

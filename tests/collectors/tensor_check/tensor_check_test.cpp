@@ -293,5 +293,56 @@ TEST_F(TensorCheck, TolerancesDecideWhatFails) {
   EXPECT_EQ(b.checks.back().rtol(), 0.0);
 }
 
+// tcgd narrow: a fingerprint pair of the baked-scalar program (the eager run
+// changes its scalar from step 3, the graph keeps the captured one), run
+// through the launcher; narrow reruns both bundles' command lines recording
+// the diverging launch and the ones before it in its step, and prints the
+// comparison of the new pair: the same first divergence, now with its values.
+TEST_F(TensorCheck, NarrowRerunsBothRunsRecordingTheirFirstDivergence) {
+  TempDir pair, narrowed;
+  const auto launch = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {TCGD_LAUNCHER_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runProgram(argv, cleanEnvironment({std::string("LD_LIBRARY_PATH=") + FAKE_CUDA_LIB_DIR,
+                                              "LD_PRELOAD=" + preloadValue(TCGD_LIB_PATH), "CHECK_WARMUP=0"}));
+  };
+  const RunResult eager = launch({"run", "-o", pair.path(), "--run", "eager", "--tensor", "fingerprint", "--",
+                                  CHECK_PROGRAM, "eager", "6", "3"});
+  ASSERT_EQ(eager.exitCode(), 0) << eager.err;
+  const RunResult graph = launch({"run", "-o", pair.path(), "--run", "graph", "--tensor", "fingerprint", "--",
+                                  CHECK_PROGRAM, "graph", "6"});
+  ASSERT_EQ(graph.exitCode(), 0) << graph.err;
+  std::string eager_bundle, graph_bundle;
+  for (const std::string& f : pair.files(".tcgd-tensor")) {
+    if (f.rfind("eager-", 0) == 0) eager_bundle = pair.path() + "/" + f;
+    if (f.rfind("graph-", 0) == 0) graph_bundle = pair.path() + "/" + f;
+  }
+  ASSERT_FALSE(eager_bundle.empty());
+  ASSERT_FALSE(graph_bundle.empty());
+
+  const RunResult narrow = launch({"narrow", "-o", narrowed.path(), "--before", "1", eager_bundle, graph_bundle});
+  EXPECT_EQ(narrow.exitCode(), 1) << narrow.out << narrow.err;  // first-divergence on the new pair: diverges
+  EXPECT_NE(narrow.out.find("a value baked in at capture"), std::string::npos) << narrow.out;
+  EXPECT_NE(narrow.out.find("candidate: TCGD_TENSOR='record:kernel="), std::string::npos) << narrow.out;
+  std::string reference_bundle, candidate_bundle;
+  for (const std::string& f : narrowed.files(".tcgd-tensor")) {
+    if (f.rfind("narrow-reference-", 0) == 0) reference_bundle = narrowed.path() + "/" + f;
+    if (f.rfind("narrow-candidate-", 0) == 0) candidate_bundle = narrowed.path() + "/" + f;
+  }
+  ASSERT_FALSE(reference_bundle.empty()) << narrow.err;
+  ASSERT_FALSE(candidate_bundle.empty()) << narrow.err;
+  // Both reruns hold recorded bytes: the divergence's launches, no more.
+  for (const std::string& b : {reference_bundle, candidate_bundle}) {
+    const RunResult info = runProgram({TCGD_ANALYZE, "info", b}, cleanEnvironment({}));
+    ASSERT_EQ(info.exitCode(), 0) << info.err;
+    EXPECT_NE(info.out.find("Recorded"), std::string::npos) << info.out;
+    EXPECT_EQ(info.out.find("Recorded       0 "), std::string::npos) << info.out;
+  }
+  // The same verdict on the new pair as on the first.
+  const RunResult first = firstDivergence(eager_bundle, graph_bundle);
+  EXPECT_EQ(first.exitCode(), 1);
+  EXPECT_NE(first.out.find("a value baked in at capture"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tcgd::testing

@@ -17,6 +17,7 @@ void registerTensorCommands(CommandRegistry& registry) {
   registerTensorPointSeriesCommand(registry);
   registerTensorRunGroupCommands(registry);
   registerTensorValuesCommand(registry);
+  registerTensorNarrowCommand(registry);
 }
 
 }  // namespace tcgd::analyze

@@ -14,5 +14,6 @@ void registerTensorComparePointsCommand(CommandRegistry& registry);    // compar
 void registerTensorPointSeriesCommand(CommandRegistry& registry);      // point_series.cpp
 void registerTensorRunGroupCommands(CommandRegistry& registry);        // run_groups.cpp
 void registerTensorValuesCommand(CommandRegistry& registry);           // values.cpp
+void registerTensorNarrowCommand(CommandRegistry& registry);           // narrow.cpp
 
 }  // namespace tcgd::analyze
