@@ -368,6 +368,28 @@ void TensorBundleBuilder::observe(uint64_t site, uint32_t exec, uint32_t range, 
   ++observation_count_;
 }
 
+void TensorBundleBuilder::record(uint64_t site, uint32_t exec, uint32_t range, const std::string& data,
+                                 uint32_t dtype, uint64_t range_bytes, uint64_t limit) {
+  bundle::TensorPayload p;
+  p.set_site(site);
+  p.set_exec(exec);
+  p.set_range(range);
+  p.set_offset(0);
+  p.set_wanted(data.size());
+  p.set_range_bytes(range_bytes != 0 ? range_bytes : data.size());
+  p.set_limit(limit != 0 ? limit : data.size());
+  p.set_dtype(dtype);
+  p.set_gpu_sequence(payloads_++);
+  p.set_data(data);
+  items_.push_back(PayloadItem{p});
+}
+
+std::string TensorBundleBuilder::floats(std::initializer_list<float> values) {
+  std::string out(values.size() * sizeof(float), '\0');
+  std::memcpy(out.data(), values.begin(), out.size());
+  return out;
+}
+
 uint64_t TensorBundleBuilder::point(const std::string& name, const std::string& origin) {
   const uint64_t ordinal = points_++;
   const uint64_t blob = addString(name);
@@ -521,6 +543,11 @@ WrittenTensorBundle TensorBundleBuilder::write(const std::string& path, const Wr
       *frame.mutable_point() = p->point;
       write(frame);
       writeCounters(p->point.ordinal(), false);
+    } else if (const auto* pl = std::get_if<PayloadItem>(&item)) {
+      flushObservations();
+      frame.Clear();
+      *frame.mutable_tensor_payloads()->add_payloads() = pl->payload;
+      write(frame);
     } else if (const auto* c = std::get_if<CounterItem>(&item)) {
       if (c->reason.empty()) {
         slots_dropped += c->count;

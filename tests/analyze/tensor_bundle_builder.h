@@ -153,6 +153,14 @@ class TensorBundleBuilder {
   // One observation of range `range` of `site` in execution `exec` (0 for
   // an eager site; a replay index for a captured one).
   void observe(uint64_t site, uint32_t exec, uint32_t range, const ObservationStats& stats);
+  // The bytes a record rule kept of that observation: one TensorPayload
+  // (offset 0, `data` whole) in a TensorPayloadBatch frame of its own, as
+  // tcgd-recorder writes them. `range_bytes`: the range's size (0: the data's);
+  // `limit`: the bytes the rule records at most (0: the data's).
+  void record(uint64_t site, uint32_t exec, uint32_t range, const std::string& data,
+              uint32_t dtype = kDtypeFloat32, uint64_t range_bytes = 0, uint64_t limit = 0);
+  // Little-endian bytes of float32 values, for record().
+  static std::string floats(std::initializer_list<float> values);
 
   // A point: its record, its Point frame and the TensorCounters frame the
   // recorder writes after it. Returns its ordinal.
@@ -205,11 +213,14 @@ class TensorBundleBuilder {
   struct PointItem {
     bundle::Point point;
   };
+  struct PayloadItem {
+    bundle::TensorPayload payload;
+  };
   struct CounterItem {  // skip() and slotsDropped(): counted from there on
     std::string reason;  // empty: slots dropped
     uint64_t count;
   };
-  using Item = std::variant<RecordItem, KernelItem, SiteItem, ObservationItem, PointItem, CounterItem>;
+  using Item = std::variant<RecordItem, KernelItem, SiteItem, ObservationItem, PointItem, CounterItem, PayloadItem>;
 
   // A record of `type`, its class the agent's; returns its sequence.
   uint64_t addRecord(uint16_t type, std::initializer_list<uint64_t> words, uint8_t flags = 0);
@@ -228,6 +239,7 @@ class TensorBundleBuilder {
   std::vector<Blob> blobs_;
   uint64_t next_blob_ = 1;  // site blobs take ids too but are not written (the recorder drops them)
   size_t observation_count_ = 0;
+  uint64_t payloads_ = 0;
   std::map<uint64_t, uint64_t> invocations_;  // function -> launches so far
   std::map<uint64_t, uint32_t> kernel_families_;
   // The open capture, and what captures, graphs and execs there were.

@@ -236,4 +236,27 @@ TEST(TensorOnRecorderBundles, AKernelThatReadsTheGeneratorDrawsRandomNumbers) {
 }
 
 }  // namespace
+// The builder's recorded values read back as tcgd-recorder's are: `tensor
+// values` prints them and compares two executions element by element.
+TEST(TensorOnRecorderBundles, RecordedValuesReadBack) {
+  ScratchDir dir;
+  TensorBundleBuilder b;
+  const uint64_t k = b.kernel(0x5000, "_Z5scalePfS_f");
+  b.captureBegin();
+  const uint64_t site = b.capturedLaunch(k, {TensorBundleBuilder::range(0x7f0000001000, 16)});
+  const uint64_t exec = b.instantiate(b.captureEnd());
+  for (uint32_t i = 0; i < 2; ++i) {
+    const uint32_t replay = b.replay(exec);
+    const float base = static_cast<float>(replay);
+    b.observe(site, replay, 0, ObservationStats::of({base, base, base, base + 1}));
+    b.record(site, replay, 0, TensorBundleBuilder::floats({base, base, base, base + 1}));
+  }
+  const std::string path = b.write(dir.file("recorded.tcgd-tensor")).path;
+  const ToolResult r = runAnalyze({"tensor", "values", path, "--exec", "1", "--compare-exec", "0"});
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_NE(r.out.find("exec 1 range 0 float32: 16 of 16 bytes recorded: [1, 1, 1, 2]"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("against exec 0: mismatch"), std::string::npos) << r.out;
+}
+
 }  // namespace tcgd::analyze::testing
