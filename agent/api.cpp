@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "../collectors/tensor/fingerprint_abi.h"  // tensor::Dtype, dtypeBytes
+#include "../proto/tensor_site_blob.h"            // kMaxExpectedBlobs
 
 #include "emit.h"
 #include "torch_loader.h"
@@ -99,8 +100,13 @@ TCGD_API int tcgd_set_metadata(const char* key, const char* value) {
              : TCGD_DROPPED;
 }
 
-TCGD_API int tcgd_probe(const char* name, const void* ptr, uint64_t bytes, int dtype, int ndim,
-                        const int64_t* shape, const int64_t* strides, void* stream) {
+namespace {
+
+// tcgd_probe and tcgd_check: the arguments checked, then the tensor
+// collector's handler (collectors/tensor/tensor_collector.cpp).
+int explicitProbe(const char* name, const void* ptr, uint64_t bytes, int dtype, int ndim, const int64_t* shape,
+                  const int64_t* strides, void* stream, const void* expected, double rtol, double atol,
+                  unsigned flags) {
   if (name == nullptr || ptr == nullptr || bytes == 0) return TCGD_INVALID;
   const size_t length = boundedLength(name, kMaxPointName);
   if (length == 0 || length > kMaxPointName) return TCGD_INVALID;
@@ -109,20 +115,31 @@ TCGD_API int tcgd_probe(const char* name, const void* ptr, uint64_t bytes, int d
   // The sizes and strides in elements; a contiguous tensor's strides when
   // none are given. Its elements must lie within the bytes.
   int64_t sizes[TCGD_PROBE_MAX_DIMS] = {}, steps[TCGD_PROBE_MAX_DIMS] = {};
-  const uint64_t element = dtype == TCGD_DTYPE_BYTES ? 1 : tcgd::tensor::dtypeBytes(static_cast<tcgd::tensor::Dtype>(dtype));
+  const uint64_t element =
+      dtype == TCGD_DTYPE_BYTES ? 1 : tcgd::tensor::dtypeBytes(static_cast<tcgd::tensor::Dtype>(dtype));
   uint64_t last = 0;  // the largest element offset
-  bool empty = false;
-  int64_t contiguous = 1;
+  uint64_t count = 1;
+  bool contiguous = true;
+  int64_t row_major = 1;
   for (int d = ndim - 1; d >= 0; --d) {
-    if (shape[d] < 0) return TCGD_INVALID;
+    if (shape[d] <= 0) return TCGD_INVALID;  // a zero-element tensor has nothing to observe
     sizes[d] = shape[d];
-    steps[d] = strides != nullptr ? strides[d] : contiguous;
+    steps[d] = strides != nullptr ? strides[d] : row_major;
     if (steps[d] < 0) return TCGD_INVALID;
-    contiguous *= std::max<int64_t>(shape[d], 1);
-    if (shape[d] == 0) empty = true;
-    else last += static_cast<uint64_t>(shape[d] - 1) * static_cast<uint64_t>(steps[d]);
+    if (shape[d] != 1 && steps[d] != row_major) contiguous = false;
+    row_major *= shape[d];
+    count *= static_cast<uint64_t>(shape[d]);
+    last += static_cast<uint64_t>(shape[d] - 1) * static_cast<uint64_t>(steps[d]);
   }
-  if (empty || (dtype != TCGD_DTYPE_BYTES && (last + 1) * element > bytes)) return TCGD_INVALID;
+  if (dtype != TCGD_DTYPE_BYTES && (last + 1) * element > bytes) return TCGD_INVALID;
+  if (expected != nullptr) {
+    // Compared element by element with the recorded bytes: a contiguous
+    // tensor of exactly `bytes`, no larger than the expected values' blobs.
+    if (!contiguous || (dtype != TCGD_DTYPE_BYTES && count * element != bytes) ||
+        bytes > uint64_t{tcgd::proto::kMaxExpectedBlobs} * tcgd::channel::kMaxBlobBytes ||
+        (flags & ~(TCGD_CHECK_EQUAL_NAN | TCGD_CHECK_ABORT)) != 0)
+      return TCGD_INVALID;
+  }
   if (!tcgd::agent::start()) return TCGD_DISABLED;
   const tcgd::agent::ExplicitProbeFn handler = tcgd::agent::g_explicit_probe.load(std::memory_order_acquire);
   if (handler == nullptr) return TCGD_NOT_SELECTED;
@@ -139,7 +156,25 @@ TCGD_API int tcgd_probe(const char* name, const void* ptr, uint64_t bytes, int d
   probe.shape = sizes;
   probe.strides = steps;
   probe.stream = stream;
+  probe.expected = expected;
+  probe.rtol = rtol;
+  probe.atol = atol;
+  probe.check_flags = flags;
   return handler(probe);
+}
+
+}  // namespace
+
+TCGD_API int tcgd_probe(const char* name, const void* ptr, uint64_t bytes, int dtype, int ndim,
+                        const int64_t* shape, const int64_t* strides, void* stream) {
+  return explicitProbe(name, ptr, bytes, dtype, ndim, shape, strides, stream, nullptr, -1, -1, 0);
+}
+
+TCGD_API int tcgd_check(const char* name, const void* ptr, uint64_t bytes, int dtype, int ndim,
+                        const int64_t* shape, const int64_t* strides, void* stream, const void* expected,
+                        double rtol, double atol, unsigned flags) {
+  if (expected == nullptr) return TCGD_INVALID;
+  return explicitProbe(name, ptr, bytes, dtype, ndim, shape, strides, stream, expected, rtol, atol, flags);
 }
 
 TCGD_API int tcgd_enabled(void) { return tcgd::agent::start() ? 1 : 0; }

@@ -91,6 +91,12 @@ struct ExplicitProbe {
   const int64_t* shape = nullptr;
   const int64_t* strides = nullptr;
   void* stream = nullptr;
+  // tcgd_check: the values the tensor must hold (contiguous, `bytes` of
+  // them), the tolerances (< 0: the dtype's default) and TCGD_CHECK_* flags.
+  const void* expected = nullptr;
+  double rtol = -1;
+  double atol = -1;
+  uint32_t check_flags = 0;
 };
 using ExplicitProbeFn = int (*)(const ExplicitProbe& probe);
 void setExplicitProbeHandler(ExplicitProbeFn fn);

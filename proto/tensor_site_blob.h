@@ -90,11 +90,27 @@ inline constexpr uint32_t kMaxProbeDims = 16;
 struct SiteBlobShape {
   uint32_t magic;
   uint16_t ndim;
-  uint16_t reserved;
+  uint16_t expected_blobs;  // tcgd_check: a SiteBlobCheck and this many blob ids follow the dims
 };
 static_assert(sizeof(SiteBlobShape) == 8);
 
-inline constexpr size_t siteShapeBytes(size_t ndim) { return sizeof(SiteBlobShape) + 16 * ndim; }
+// tcgd_check's expectation: the values the probe's tensor must hold (in
+// kTensorExpected blobs, in order), and how they are compared.
+struct SiteBlobCheck {
+  uint64_t expected_bytes;
+  double rtol;   // < 0: the dtype's default (torch.testing's)
+  double atol;
+  uint32_t flags;  // kCheckEqualNan, kCheckAbort
+  uint32_t reserved;
+};
+static_assert(sizeof(SiteBlobCheck) == 32);
+inline constexpr uint32_t kCheckEqualNan = 1;
+inline constexpr uint32_t kCheckAbort = 2;
+inline constexpr uint32_t kMaxExpectedBlobs = 64;  // 64 MiB of expected values
+
+inline constexpr size_t siteShapeBytes(size_t ndim, size_t expected_blobs = 0) {
+  return sizeof(SiteBlobShape) + 16 * ndim + (expected_blobs != 0 ? sizeof(SiteBlobCheck) + 8 * expected_blobs : 0);
+}
 
 inline constexpr size_t siteBlobBytes(size_t ranges, size_t pointers, size_t shape_bytes = 0) {
   return sizeof(SiteBlobHeader) + ranges * sizeof(SiteBlobRange) +
@@ -114,9 +130,12 @@ class SiteBlobView {
       if (header_.shape_bytes < sizeof(SiteBlobShape)) return;
       std::memcpy(&shape_, shapeData(), sizeof(shape_));
       if (shape_.magic != kSiteShapeMagic || shape_.ndim > kMaxProbeDims ||
-          header_.shape_bytes != siteShapeBytes(shape_.ndim))
+          shape_.expected_blobs > kMaxExpectedBlobs ||
+          header_.shape_bytes != siteShapeBytes(shape_.ndim, shape_.expected_blobs))
         return;
       has_shape_ = true;
+      if (shape_.expected_blobs != 0)
+        std::memcpy(&check_, shapeData() + sizeof(SiteBlobShape) + 16 * shape_.ndim, sizeof(check_));
     }
     valid_ = true;
   }
@@ -140,6 +159,14 @@ class SiteBlobView {
   const SiteBlobShape& shape() const { return shape_; }
   int64_t size(size_t dim) const { return dimWord(dim); }
   int64_t stride(size_t dim) const { return dimWord(shape_.ndim + dim); }
+  // tcgd_check's expectation (hasCheck()) and its blob ids.
+  bool hasCheck() const { return has_shape_ && shape_.expected_blobs != 0; }
+  const SiteBlobCheck& check() const { return check_; }
+  uint64_t expectedBlob(size_t i) const {
+    uint64_t id;
+    std::memcpy(&id, shapeData() + sizeof(SiteBlobShape) + 16 * shape_.ndim + sizeof(SiteBlobCheck) + 8 * i, 8);
+    return id;
+  }
 
  private:
   const uint8_t* shapeData() const {
@@ -154,6 +181,7 @@ class SiteBlobView {
   const uint8_t* data_;
   SiteBlobHeader header_{};
   SiteBlobShape shape_{};
+  SiteBlobCheck check_{};
   bool has_shape_ = false;
   bool valid_ = false;
 };

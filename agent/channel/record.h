@@ -121,6 +121,7 @@ enum class BlobKind : uint16_t {
   kTensorSite = 6,    // one probed launch (proto/tensor_site_blob.h)
   kTensorParams = 7,  // a launch's raw parameter bytes, interned
   kTensorLayout = 8,  // a kernel's parameter layout: u32 offset, u32 size each
+  kTensorExpected = 9,  // tcgd_check's expected values, up to kMaxBlobBytes per blob, in order
 };
 
 }  // namespace tcgd::channel

@@ -102,7 +102,7 @@ struct Scratch {
   alignas(8) uint8_t params[kMaxParamsBytes];
   proto::SiteBlobRange ranges[kMaxRanges];
   proto::SiteBlobPointer pointers[kMaxPointers];
-  alignas(8) uint8_t blob[proto::siteBlobBytes(kMaxRanges, kMaxPointers, proto::siteShapeBytes(proto::kMaxProbeDims))];
+  alignas(8) uint8_t blob[proto::siteBlobBytes(kMaxRanges, kMaxPointers, proto::siteShapeBytes(proto::kMaxProbeDims, proto::kMaxExpectedBlobs))];
   ::tcgd::tensor::FingerprintParams fingerprint;
   PendingTable pending;  // the thread's captured fingerprint nodes beside their streams
 };
@@ -132,6 +132,10 @@ struct Probe {
   uint32_t ndim = 0;
   const int64_t* shape = nullptr;
   const int64_t* strides = nullptr;
+  // tcgd_check: the expectation and its blobs (expected_blobs of them).
+  uint32_t expected_blobs = 0;
+  const uint64_t* expected_ids = nullptr;
+  proto::SiteBlobCheck check{};
 };
 // Fingerprints the ranges of `scan` after the launch and describes the site.
 void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch);

@@ -135,6 +135,19 @@ void fillRecord(const ProbeRule& rule, uint32_t index, const DeviceResources& de
   out->run_limit = values ? UINT64_MAX : rule.run_bytes;
 }
 
+// A record rule without budgets: what tcgd_check's probes record. Never
+// freed (hooks run during static destruction).
+const ProbeRule& recordAll() {
+  static const ProbeRule* rule = [] {
+    auto* r = new ProbeRule;
+    r->action = ProbeAction::kRecord;
+    r->record_bytes = UINT64_MAX;
+    r->run_bytes = UINT64_MAX;
+    return r;
+  }();
+  return *rule;
+}
+
 bool deviceReadyFor(const CaptureFacts& capture, bool count_skips) {
   if (device().state() != TensorDevice::State::kReady) {
     channel::Channel* ch = agent::activeChannel();
@@ -268,8 +281,11 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   bool beside = false;
   if (p.capture.captured) {
     WriteSet work;
+    // An explicit probe is no work of the job's: it writes nothing (and
+    // no new node of the job's is on the stream to wait for anything).
+    const bool probe = p.kind == SiteKind::kProbe;
     work.ranges = scan.ranges;
-    work.range_count = scan.range_count;
+    work.range_count = probe ? 0 : scan.range_count;
     work.complete = p.scan_complete && scan.ranges_dropped == 0;
     work.touches_workspaces = scan.ranges_workspace != 0;
     if (rule.overlap) {
@@ -324,6 +340,12 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     fp.range_count = n;
     fp.total_chunks = chunks;
     fillRecord(settings().rules.rule(static_cast<size_t>(p.rule)), static_cast<uint32_t>(p.rule), dev, &fp.record);
+    if (p.expected_blobs != 0 && dev.staging_bytes != 0) {
+      // tcgd_check: its bytes whole, whatever the rule's budgets (the
+      // recorder compares them with the expected values).
+      fillRecord(recordAll(), 0, dev, &fp.record);
+      fp.record.run_counter = dev.run_counters + uint64_t{static_cast<uint32_t>(p.rule)} * 8;
+    }
     if (device().launch(&fp, stream) != CUDA_SUCCESS) {
       status = 6;  // launch_failed
       count(kSkipLaunchFailed);
@@ -366,7 +388,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   h.copy_bytes = p.copy_bytes;
   h.copy_source = p.copy_source;
   h.copy_kind = p.copy_kind;
-  h.shape_bytes = p.has_shape ? static_cast<uint32_t>(proto::siteShapeBytes(p.ndim)) : 0;
+  h.shape_bytes = p.has_shape ? static_cast<uint32_t>(proto::siteShapeBytes(p.ndim, p.expected_blobs)) : 0;
   const size_t bytes = proto::siteBlobBytes(scan.range_count, scan.pointer_count, h.shape_bytes);
   std::memcpy(scratch.blob, &h, sizeof(h));
   std::memcpy(scratch.blob + sizeof(h), scan.ranges, scan.range_count * sizeof(SiteBlobRange));
@@ -374,11 +396,17 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
               scan.pointer_count * sizeof(SiteBlobPointer));
   if (p.has_shape) {
     uint8_t* at = scratch.blob + proto::siteBlobBytes(scan.range_count, scan.pointer_count);
-    const proto::SiteBlobShape shape{proto::kSiteShapeMagic, static_cast<uint16_t>(p.ndim), 0};
+    const proto::SiteBlobShape shape{proto::kSiteShapeMagic, static_cast<uint16_t>(p.ndim),
+                                     static_cast<uint16_t>(p.expected_blobs)};
     std::memcpy(at, &shape, sizeof(shape));
     if (p.ndim != 0) {
       std::memcpy(at + sizeof(shape), p.shape, 8 * p.ndim);
       std::memcpy(at + sizeof(shape) + 8 * p.ndim, p.strides, 8 * p.ndim);
+    }
+    if (p.expected_blobs != 0) {
+      uint8_t* check = at + sizeof(shape) + 16 * p.ndim;
+      std::memcpy(check, &p.check, sizeof(p.check));
+      std::memcpy(check + sizeof(p.check), p.expected_ids, 8 * p.expected_blobs);
     }
   }
   uint64_t blob = 0;

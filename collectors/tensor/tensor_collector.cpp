@@ -477,6 +477,28 @@ int probeExplicit(const agent::ExplicitProbe& e) {
     count(kProbesUnknownMemory);
     return TCGD_UNKNOWN_MEMORY;
   }
+  // tcgd_check: the expected values go ahead of the site, in blobs the
+  // recorder keeps until the recorded bytes come to be compared.
+  uint64_t expected_ids[proto::kMaxExpectedBlobs];
+  uint32_t expected_blobs = 0;
+  if (e.expected != nullptr) {
+    if (device().resources().staging_bytes == 0) {
+      count(kChecksWithoutStaging);
+      TCGD_LOG_WARN_ONCE(
+          "tcgd_check: no TCGD_TENSOR rule records values, so expected values cannot be compared "
+          "(TCGD_TENSOR='record:probes=only' records them)");
+      return TCGD_NOT_PROBED;
+    }
+    const auto* bytes = static_cast<const uint8_t*>(e.expected);
+    for (uint64_t at = 0; at < e.bytes; at += channel::kMaxBlobBytes) {
+      const auto n = static_cast<uint32_t>(std::min<uint64_t>(channel::kMaxBlobBytes, e.bytes - at));
+      if (!agent::emitBlob(BlobKind::kTensorExpected, bytes + at, n, &expected_ids[expected_blobs++])) {
+        count(kSkipPushFailed);
+        return TCGD_DROPPED;
+      }
+    }
+    scan.ranges[0].bytes = scan.ranges[0].extent;  // compared whole: max-bytes does not cut it
+  }
   Probe p;
   p.kernel = k;
   p.kind = SiteKind::kProbe;
@@ -491,6 +513,9 @@ int probeExplicit(const agent::ExplicitProbe& e) {
   p.ndim = e.ndim;
   p.shape = e.shape;
   p.strides = e.strides;
+  p.expected_blobs = expected_blobs;
+  p.expected_ids = expected_ids;
+  p.check = proto::SiteBlobCheck{e.bytes, e.rtol, e.atol, e.check_flags, 0};
   finishProbe(p, scan, *sc);
   return TCGD_OK;
 }

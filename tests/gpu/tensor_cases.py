@@ -423,6 +423,8 @@ def probe_quickstart():
     with torch.cuda.graph(graph):
         first_hidden = tcgd.probe(static_x * 2, "after_scale")
         second_hidden = tcgd.probe(torch.relu(first_hidden - 5), "after_relu")
+        # The seed's CheckAction: compared by the recorder in every replay.
+        tcgd.check(second_hidden, [0, 0, 0, 1, 3, 5, 7, 9], "after_relu/expected")
         output = second_hidden.square()
     graph.replay()
     graph.replay()

@@ -14,6 +14,9 @@ run unmodified without and with the agent (TCGD_TENSOR=fingerprint), the
                            check:reference=EAGER,abort: stopped at replay 1 with exit status 86
     tensor-probe-quickstart  the quick start with tcgd.probe under print:probes=only: the recorder's
                            lines carry the seed's values for both probes in both replays
+    tensor-narrow-<bug>    tcgd narrow on the planted stale-input and baked-scalar pairs: the new pair's
+                           first divergence carries element-level values and the relation that shows
+                           the bug (stale: an earlier observation's values; baked scalar: a ratio)
     tensor-probe-grads     tcgd.watch_grad on an MLP under record:probes=only, eager and graph: the
                            probes come in backward order, each gradient's bytes equal torch's
 
@@ -22,6 +25,7 @@ expect(ok, text)) are separate from the runs, so the CPU suite replays them on
 the bundles kept in tests/golden/tensor (tests/golden/check_golden_tensor.py).
 """
 import json
+from pathlib import Path
 import math
 import shutil
 import subprocess
@@ -489,7 +493,11 @@ def check_probe_quickstart(b, truth, expect, stderr=""):
     the print lines of replays 0 and 1 end with the values torch holds."""
     probes = [s for s in b.sites if s["kind"] == 5]
     names = sorted(b.kernel_name(s) for s in probes)
-    expect(names == ["after_relu", "after_scale"], f"two probe sites, after_scale and after_relu ({names})")
+    expect(names == ["after_relu", "after_relu/expected", "after_scale"],
+           f"three probe sites, after_scale, after_relu and its check ({names})")
+    passed = [ln for ln in stderr.splitlines() if ln.startswith("tcgd check: ")]
+    expect(passed == ["tcgd check: passed: 2 executions of 1 explicit probes matched their expected values"],
+           f"tcgd.check passed in both replays ({passed})")
     for s in probes:
         r = s["ranges"][0] if s["ranges"] else {}
         expect(s["capture"] == 1 and r.get("shape") == [8] and r.get("strides") == [1],
@@ -565,8 +573,60 @@ def probe_grads(gate, only):
     gate.rows.append((name, all(c[0] for c in checks_all), checks_all, traced_last.seconds if traced_last else 0))
 
 
+# The relation of the recorded values that shows each planted bug.
+NARROW = {"stale-input": "stale", "baked-scalar": "ratio"}
+
+
+def narrow(gate, only):
+    """`tcgd narrow EAGER GRAPH` on a planted pair (the planted stage's
+    bundles): both programs rerun recording the first divergence's launch
+    and those before it; first-divergence on the new pair must find the
+    same kernel with its values recorded on both sides and the relation
+    that shows the bug."""
+    import time
+    for bug, relation in NARROW.items():
+        name = f"tensor-narrow-{bug}"
+        if only and name not in only and "tensor-narrow" not in only:
+            continue
+        keep = gate.out / "golden-tensor" / bug
+        eager, graph = keep / "eager.tcgd-tensor", keep / "graph.tcgd-tensor"
+        if not (eager.exists() and graph.exists()):
+            planted(gate, [f"tensor-planted-{bug}"])
+        checks = []
+
+        def expect(ok, what):
+            checks.append((bool(ok), what))
+
+        t0 = time.time()
+        out = gate.out / name
+        shutil.rmtree(out, ignore_errors=True)
+        launcher = gate.build / "bin" / "tcgd"
+        p = subprocess.run([str(launcher), "narrow", "-o", str(out), str(eager), str(graph)], cwd=str(Path(__file__).resolve().parent),
+                           env=gate.env(False), capture_output=True, text=True, timeout=600)
+        (gate.out / f"{name}.txt").write_text(p.stdout + p.stderr)
+        expect(p.returncode == 1, f"tcgd narrow exits 1, a divergence on the new pair ({p.returncode}: "
+                                  f"{p.stderr.strip()[-200:]})")
+        new = {side: sorted(out.glob(f"narrow-{side}*.tcgd-tensor")) for side in ("reference", "candidate")}
+        expect(all(len(v) >= 1 for v in new.values()), f"the new pair ({ {k: len(v) for k, v in new.items()} })")
+        if all(new.values()):
+            fd_run = gate.analyze_json("tensor", "first-divergence", "--json", str(new["reference"][-1]),
+                                       str(new["candidate"][-1]))
+            (out / "first-divergence.json").write_text(fd_run.stdout + fd_run.stderr)
+            fd = (json.loads(fd_run.stdout or "{}").get("first_divergence") or {})
+            args = fd.get("arguments") or []
+            both = [a for a in args if (a.get("values") or {}).get("presence") == "both"]
+            expect(both, f"values recorded on both sides for {len(both)} of {len(args)} arguments of "
+                         f"{(fd.get('reference') or {}).get('kernel', '?')[:60]}")
+            kinds = [((a.get("values") or {}).get("relation") or {}).get("kind") for a in both]
+            texts = [((a.get("values") or {}).get("relation") or {}).get("text") for a in both]
+            expect(relation in kinds, f"a relation '{relation}' shows the bug ({kinds}; {texts})")
+            mism = [((a.get("values") or {}).get("comparison") or {}).get("mismatches", 0) for a in both]
+            expect(any(m and m > 0 for m in mism), f"element mismatches counted ({mism})")
+        gate.rows.append((name, all(c[0] for c in checks), checks, time.time() - t0))
+
+
 STAGE = [fingerprint_check, record_kernel_check, quickstart, record_case, transformer, compile_case, two_streams,
-         kill, planted, check_abort, probe_quickstart, probe_grads]
+         kill, planted, check_abort, probe_quickstart, probe_grads, narrow]
 
 
 def run(gate, only):

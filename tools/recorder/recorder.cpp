@@ -186,7 +186,8 @@ size_t Recorder::Impl::drainPayload(bool job_dead) {
       // The tensor kinds belong to the tensor bundle alone.
       const bool tensor_kind = view.kind == channel::BlobKind::kTensorSite ||
                                view.kind == channel::BlobKind::kTensorParams ||
-                               view.kind == channel::BlobKind::kTensorLayout;
+                               view.kind == channel::BlobKind::kTensorLayout ||
+                               view.kind == channel::BlobKind::kTensorExpected;
       if (!tensor_kind) output_.addBlob(id, static_cast<uint16_t>(view.kind), blob_buffer_);
       if (view.kind == channel::BlobKind::kString || view.kind == channel::BlobKind::kSchema ||
           view.kind == channel::BlobKind::kConfig)

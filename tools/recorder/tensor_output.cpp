@@ -87,6 +87,15 @@ void fillSite(uint64_t sequence, const channel::Record& r, const proto::SiteBlob
   s->set_copy_bytes(h.copy_bytes);
   s->set_copy_source(h.copy_source);
   s->set_copy_kind(h.copy_kind);
+  if (v.hasCheck()) {
+    bundle::ProbeCheck* c = s->mutable_check();
+    for (size_t i = 0; i < v.shape().expected_blobs; ++i) c->add_expected_blobs(v.expectedBlob(i));
+    c->set_expected_bytes(v.check().expected_bytes);
+    c->set_rtol(v.check().rtol);
+    c->set_atol(v.check().atol);
+    c->set_equal_nan((v.check().flags & proto::kCheckEqualNan) != 0);
+    c->set_abort((v.check().flags & proto::kCheckAbort) != 0);
+  }
 }
 
 }  // namespace
@@ -154,6 +163,9 @@ void TensorOutput::addBlob(uint64_t id, uint16_t kind, std::string_view bytes) {
       break;
     case BlobKind::kTensorParams:
       break;
+    case BlobKind::kTensorExpected:
+      expected_.expectedBlob(id, bytes);
+      break;
     default:
       return;  // schema and config are in the header; stacks and snapshots are memory's
   }
@@ -174,6 +186,11 @@ void TensorOutput::siteRecord(uint64_t sequence, const channel::Record& r) {
     fillSite(sequence, r, view, site);
     ++sites_written_;
     if (printer_ != nullptr) printer_->site(*site);
+    if (site->has_check()) {
+      if (std::optional<bundle::Frame> failed = expected_.site(*site)) expectedFailed(*failed);
+    } else {
+      expected_.notChecked(site->site());
+    }
   } else {
     ++bad_site_blobs_;
   }
@@ -202,6 +219,7 @@ void TensorOutput::kernelRecord(const channel::Record& r) {
   k->set_rules(static_cast<uint32_t>(r.a[3] >> 32));
   k->set_param_status(static_cast<uint32_t>(r.a[4]));
   if (printer_ != nullptr) printer_->kernel(k->function(), k->name(), k->family() == 4);
+  if (k->family() == 4) expected_.probeName(k->function(), k->name());
   // Sites of this kernel follow it, so its frame goes before theirs.
   flushSites();
   out_->flushEvents();
@@ -256,6 +274,7 @@ size_t TensorOutput::drainObservations() {
   const int payloads_before = payloads->payloads_size();
   size_t read = records_.drain(payloads);
   if (printer_ != nullptr) printer_->payloads(*payloads, payloads_before);
+  if (std::optional<bundle::Frame> failed = expected_.payloads(*payloads, payloads_before)) expectedFailed(*failed);
   for (int i = payloads_before; i < payloads->payloads_size(); ++i)
     payload_bytes_ += payloads->payloads(i).data().size();
   bundle::TensorObservationBatch* batch = observations_frame_.mutable_tensor_observations();
@@ -299,6 +318,19 @@ void TensorOutput::pollCheck(uint64_t now_ns) {
     if (check_->stopWanted())
       channel_->header()->check_stop.store(channel::kCheckExitStatus, std::memory_order_relaxed);
   }
+}
+
+void TensorOutput::expectedFailed(const bundle::Frame& frame) {
+  // The rule's check owns the bundle's TensorCheck frames when there is one;
+  // an expected-values failure is then printed only.
+  if (check_ == nullptr) {
+    flushSites();
+    out_->flushEvents();
+    out_->writeFrame(frame);
+  }
+  // relaxed: the flag carries only itself (channel.h).
+  if (expected_.stopWanted())
+    channel_->header()->check_stop.store(channel::kCheckExitStatus, std::memory_order_relaxed);
 }
 
 void TensorOutput::writeCounters(uint64_t point_ordinal, bool final) {
@@ -351,6 +383,7 @@ Status TensorOutput::finish(const channel::ChannelHeader& channel,
   bundle::TensorPayloadBatch* payloads = payloads_frame_.mutable_tensor_payloads();
   const int payloads_before = payloads->payloads_size();
   records_.finish(payloads);
+  if (std::optional<bundle::Frame> failed = expected_.payloads(*payloads, payloads_before)) expectedFailed(*failed);
   const int before = batch->site_size();
   drain_.finish(batch);
   flushSites();
@@ -364,6 +397,10 @@ Status TensorOutput::finish(const channel::ChannelHeader& channel,
   if (check_ != nullptr) {
     out_->flushEvents();
     out_->writeFrame(check_->finish(channel::monotonicNowNs(), sites_written_ + drain_.observations()));
+  }
+  if (std::optional<bundle::Frame> last = expected_.finish(); last && check_ == nullptr) {
+    out_->flushEvents();
+    out_->writeFrame(*last);
   }
   writeCounters(0, true);
   bundle::Trailer trailer;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,6 +26,7 @@
 #include "record_drain.h"
 #include "record_counts.h"
 #include "tcgd/bundle.pb.h"
+#include "expected_check.h"
 #include "tensor_check.h"
 #include "tensor_printer.h"
 
@@ -78,6 +80,9 @@ class TensorOutput {
   // The check action: compares when due, writes the frame of a failure and
   // raises the stop flag under abort.
   void pollCheck(uint64_t now_ns);
+  // tcgd_check's failure: its frame (unless the check rule writes them) and
+  // the stop flag under abort.
+  void expectedFailed(const bundle::Frame& frame);
 
   channel::Channel* channel_;
   ObservationDrain drain_;
@@ -90,6 +95,11 @@ class TensorOutput {
   std::unique_ptr<TensorPrinter> printer_;
   // TCGD_TENSOR's check rule (null when none checks).
   std::unique_ptr<TensorCheck> check_;
+  // tcgd_check's expected values, compared as the recorded bytes arrive.
+  ExpectedCheck expected_{[](std::string_view line) {
+    std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+    std::fflush(stderr);
+  }};
   // Blobs a later record reads: site descriptions (until their record),
   // strings (kernel names) and layouts, by id.
   std::unordered_map<uint64_t, std::string> sites_pending_;

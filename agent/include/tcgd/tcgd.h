@@ -92,6 +92,26 @@ int tcgd_set_metadata(const char* key, const char* value);
 int tcgd_probe(const char* name, const void* ptr, uint64_t bytes, int dtype, int ndim, const int64_t* shape,
                const int64_t* strides, void* stream);
 
+/* tcgd_probe with an expectation, the seed's CheckAction: the tensor (which
+ * must be contiguous: strides NULL or row-major) is recorded whole, and
+ * tcgd-recorder compares it, in eager execution and in every replay, with
+ * `expected` (host memory, `bytes` bytes of the same dtype, at most 64 MiB;
+ * copied before the call returns) element by element: |got - expected| <=
+ * atol + rtol * |expected| for finite floats (rtol or atol < 0: torch.testing's
+ * default for the dtype), the same infinity, NaN only with
+ * TCGD_CHECK_EQUAL_NAN; integers and bool exactly. The first failure is
+ * printed once on standard error and stored in the bundle; with
+ * TCGD_CHECK_ABORT it also ends the job with exit status 86. Needs a rule
+ * that records values (TCGD_TENSOR='record:probes=only'): under
+ * fingerprint-only rules it returns TCGD_NOT_PROBED. Other returns as
+ * tcgd_probe's, and TCGD_DROPPED when the expected values did not fit in
+ * the channel. */
+#define TCGD_CHECK_EQUAL_NAN 1u
+#define TCGD_CHECK_ABORT 2u
+int tcgd_check(const char* name, const void* ptr, uint64_t bytes, int dtype, int ndim, const int64_t* shape,
+               const int64_t* strides, void* stream, const void* expected, double rtol, double atol,
+               unsigned flags);
+
 /* 1 when the agent is recording in this process (starting it if needed),
  * 0 otherwise. */
 int tcgd_enabled(void);

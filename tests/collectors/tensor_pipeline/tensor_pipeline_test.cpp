@@ -504,6 +504,9 @@ TEST_F(TensorPipeline, ExplicitProbesRecordNamedTensorsEagerlyAndInEveryReplay) 
   ASSERT_FALSE(b.counters.empty());
   EXPECT_EQ(b.counters.back().skipped().count("probes_unknown_memory"), 1u);
   EXPECT_EQ(b.counters.back().skipped().at("probes_unknown_memory"), 1u);
+  // Captured probes hang beside the stream like fingerprints (capture_overlap.h), never failing to.
+  EXPECT_EQ(b.counters.back().skipped().count("overlap_failed"), 0u);
+  EXPECT_GE(b.counters.back().skipped().count("overlap_nodes"), 1u);
 
   // The analyzer names them and indexes their elements by their shape.
   const RunResult values =
@@ -532,6 +535,46 @@ TEST_F(TensorPipeline, ExplicitProbesRecordNamedTensorsEagerlyAndInEveryReplay) 
             std::string::npos)
       << printed.result.err;
   EXPECT_NE(printed.result.err.find("values [9, 9, 9, 9, ...]"), std::string::npos) << printed.result.err;
+}
+
+// tcgd_check: each execution's recorded bytes compared with the expected
+// values; the first failure (replay 1 of the second graph) printed once and
+// stored; with abort the job stops there with exit status 86.
+TEST_F(TensorPipeline, ExplicitChecksCompareEveryExecutionWithTheExpectedValues) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "record:probes=only", "check");
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  EXPECT_EQ(run.values.at("rc_check"), 0u);
+  EXPECT_EQ(run.values.at("replayed"), 4u);
+  EXPECT_NE(run.result.err.find("tcgd check: FAILED at probe b/expected #0 graph 1 replay 1: 1024 of 1024 elements "
+                                "differ (100%), first at [0]: 243, expected 81; max abs error 162 at [0] (rtol 1.3e-06, "
+                                "atol 1e-05)\n"),
+            std::string::npos)
+      << run.result.err;
+  EXPECT_NE(run.result.err.find("tcgd check: 4 of 5 checked executions of explicit probes failed"), std::string::npos)
+      << run.result.err;
+  const RunResult info = runProgram({TCGD_ANALYZE_BIN, "info", "--json", run.tensor_bundle}, cleanEnvironment({}));
+  EXPECT_NE(info.out.find("\"capture\":2,\"replay\":1,\"kernel\":\"b/expected\""), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("\"name\":\"b/expected\",\"demangled\":\"b/expected\",\"short_name\":\"b/expected\",\"family\":\"probe\""),
+            std::string::npos)
+      << info.out;
+  EXPECT_NE(info.out.find("expected values (tcgd_check)"), std::string::npos) << info.out;
+
+  TempDir abort_dir;
+  const ProgramRun stopped = runUnderAgent(abort_dir, "record:probes=only", "check-abort");
+  EXPECT_EQ(stopped.result.exitCode(), 86) << stopped.result.err;
+  EXPECT_NE(stopped.result.err.find("FAILED at probe b/expected #0 graph 1 replay 1"), std::string::npos)
+      << stopped.result.err;
+  EXPECT_NE(stopped.result.err.find("stopping the job (exit status 86)"), std::string::npos) << stopped.result.err;
+  EXPECT_LT(stopped.values.count("replayed") != 0 ? stopped.values.at("replayed") : 0u, 4u) << "stopped early";
+
+  // Under fingerprint-only rules there are no values to compare: said, not faked.
+  TempDir fp_dir;
+  const ProgramRun fingerprint = runUnderAgent(fp_dir, "fingerprint:probes=only", "check");
+  ASSERT_EQ(fingerprint.result.exitCode(), 0) << fingerprint.result.err;
+  EXPECT_EQ(fingerprint.values.at("rc_check"), 6u);  // TCGD_NOT_PROBED
+  EXPECT_NE(fingerprint.result.err.find("no TCGD_TENSOR rule records values"), std::string::npos)
+      << fingerprint.result.err;
 }
 
 // bytes= cuts each observation, run-bytes= the run; both are counted and

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "fake_cuda.h"
 
@@ -109,6 +110,11 @@ int overlapProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, u
 
 }  // namespace
 
+// "check" (after "probe"'s work): tcgd_check of b inside a second capture
+// with the values b holds after replay 0 of that graph (3^4 = 81: b is 27
+// after the first graph's replays, times 3), so replay 0 passes and replay
+// 1 (243) fails; "check-abort" asks the check to stop the job. Five
+// replays, each synchronized, with a pause so a stopped job stops early.
 // "probe": explicit probes (tcgd_probe, found with dlsym as a program that
 // runs with and without tcgd does) in eager code and inside a capture. a
 // holds i, b ones. Eager: a *= 2, then probe "a/after_scale" on a as a
@@ -117,7 +123,8 @@ int overlapProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, u
 // "a/after_scale" again (its invocation 1). Three replays: b = 3^(k+1)
 // after replay k. Also three calls the agent refuses, their return codes
 // printed: host memory, 17 dimensions, a shape larger than the bytes.
-int probeProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements) {
+int probeProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements, const char* mode,
+                 bool abort_check) {
   using ProbeFn = int (*)(const char*, const void*, uint64_t, int, int, const int64_t*, const int64_t*, void*);
   auto probe = reinterpret_cast<ProbeFn>(dlsym(RTLD_DEFAULT, "tcgd_probe"));
   if (probe == nullptr) return fail("dlsym tcgd_probe", CUDA_ERROR_NOT_FOUND);
@@ -159,6 +166,33 @@ int probeProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   const int64_t too_big[] = {elements + 1};
   value("rc_too_big", static_cast<uint64_t>(
                           probe("big", reinterpret_cast<void*>(a), elements * 4, kFloat32, 1, too_big, nullptr, s)));
+  if (std::strncmp(mode, "check", 5) == 0) {
+    using CheckFn = int (*)(const char*, const void*, uint64_t, int, int, const int64_t*, const int64_t*, void*,
+                            const void*, double, double, unsigned);
+    auto check = reinterpret_cast<CheckFn>(dlsym(RTLD_DEFAULT, "tcgd_check"));
+    if (check == nullptr) return fail("dlsym tcgd_check", CUDA_ERROR_NOT_FOUND);
+    std::vector<float> want(elements, 81.0f);
+    if ((r = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL)) != CUDA_SUCCESS)
+      return fail("begin capture 2", r);
+    if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, b3, nullptr)) != CUDA_SUCCESS)
+      return fail("b *= 3 (2)", r);
+    const unsigned flags = abort_check ? 2u : 0u;
+    value("rc_check", static_cast<uint64_t>(check("b/expected", reinterpret_cast<void*>(b), elements * 4, kFloat32, 1,
+                                                  flat, nullptr, s, want.data(), -1, -1, flags)));
+    want.assign(elements, 0.0f);  // the call copied them
+    CUgraph graph2 = nullptr;
+    if ((r = cuStreamEndCapture(s, &graph2)) != CUDA_SUCCESS) return fail("end capture 2", r);
+    CUgraphExec exec2 = nullptr;
+    if ((r = cuGraphInstantiateWithFlags(&exec2, graph2, 0)) != CUDA_SUCCESS) return fail("instantiate 2", r);
+    std::fflush(stdout);
+    for (int i = 0; i < 5; ++i) {
+      if ((r = cuGraphLaunch(exec2, s)) != CUDA_SUCCESS) return fail("replay 2", r);
+      if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize 2", r);
+      value("replayed", static_cast<uint64_t>(i));
+      std::fflush(stdout);
+      usleep(200000);
+    }
+  }
   value("a", a);
   value("b", b);
   value("replays", kReplays);
@@ -193,7 +227,8 @@ int main(int argc, char** argv) {
   if ((r = cuStreamCreate(&s, 0)) != CUDA_SUCCESS) return fail("cuStreamCreate", r);
 
   if (argc > 1 && std::strcmp(argv[1], "overlap") == 0) return overlapProgram(scale, s, a, b, kElements);
-  if (argc > 1 && std::strcmp(argv[1], "probe") == 0) return probeProgram(scale, s, a, b, kElements);
+  if (argc > 1 && (std::strcmp(argv[1], "probe") == 0 || std::strncmp(argv[1], "check", 5) == 0))
+    return probeProgram(scale, s, a, b, kElements, argv[1], std::strcmp(argv[1], "check-abort") == 0);
 
   if (argc > 1 && std::strcmp(argv[1], "workspace") == 0) {
     constexpr size_t kWorkspaceBytes = 65536;

@@ -346,6 +346,7 @@ const char* tensorSiteKindName(uint32_t kind) {
     case 2: return "cooperative";
     case 3: return "copy";
     case 4: return "set";
+    case 5: return "probe";
     default: return "unknown";
   }
 }
@@ -355,6 +356,7 @@ const char* tensorKernelFamilyName(uint32_t family) {
     case 1: return "kernel";
     case 2: return "function";
     case 3: return "pseudo";
+    case 4: return "probe";
     default: return "unknown";
   }
 }

@@ -41,8 +41,8 @@ inline size_t observationRows(const bundle::TensorObservationBatch& batch) {
 std::string observationColumnsProblem(const bundle::TensorObservationBatch& batch);
 
 // TensorSite.kind and TensorKernel.family by name.
-const char* tensorSiteKindName(uint32_t kind);      // "kernel", "cooperative", "copy", "set"
-const char* tensorKernelFamilyName(uint32_t family);  // "kernel", "function", "pseudo", "unknown"
+const char* tensorSiteKindName(uint32_t kind);      // "kernel", "cooperative", "copy", "set", "probe"
+const char* tensorKernelFamilyName(uint32_t family);  // "kernel", "function", "pseudo", "probe", "unknown"
 // TensorCheck.status by name: "checking", "passed", "failed", "not_compared", "off", "unknown".
 const char* tensorCheckStatusName(uint32_t status);
 

@@ -22,7 +22,7 @@ import ctypes
 import os
 
 __all__ = ["point", "phase", "set_metadata", "enabled", "version", "agent_loaded", "probe", "watch_grad",
-           "ProbeError"]
+           "check", "release_copies", "ProbeError"]
 
 OK, DISABLED, DROPPED, INVALID = 0, 1, 2, 3
 NOT_SELECTED, UNKNOWN_MEMORY, NOT_PROBED = 4, 5, 6
@@ -52,6 +52,12 @@ def _load():
         probe_fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int, ctypes.c_int,
                              ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p]
         probe_fn.restype = ctypes.c_int
+    check_fn = getattr(lib, "tcgd_check", None)
+    if check_fn is not None:
+        check_fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int, ctypes.c_int,
+                             ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_double, ctypes.c_double, ctypes.c_uint]
+        check_fn.restype = ctypes.c_int
     return lib
 
 
@@ -140,6 +146,10 @@ def _dtype_code(tensor):
 
 
 def probe(tensor, name, *, non_contiguous="error", stream=None):
+    return _observe(tensor, name, non_contiguous, stream, None)
+
+
+def _observe(tensor, name, non_contiguous, stream, expectation):
     """Observes `tensor` under `name` at this point of the program and
     returns `tensor` itself, unchanged: probe(x * 2, "after_scale") can sit
     inside the dataflow, in eager code and inside torch.cuda.graph capture
@@ -155,6 +165,7 @@ def probe(tensor, name, *, non_contiguous="error", stream=None):
     non_contiguous: "error" (default) refuses a strided tensor with
     ProbeError; "copy" observes a contiguous copy (made on the same stream).
     A zero-element tensor has nothing to observe and is passed through."""
+    what = "tcgd.check" if expectation is not None else "tcgd.probe"
     if _lib is None or getattr(_lib, "tcgd_probe", None) is None:
         return tensor
     data = _encode(name, "probe name")
@@ -181,11 +192,20 @@ def probe(tensor, name, *, non_contiguous="error", stream=None):
     shape = (ctypes.c_int64 * max(ndim, 1))(*observed.shape)
     strides = (ctypes.c_int64 * max(ndim, 1))(*observed.stride())
     nbytes = observed.numel() * observed.element_size()
-    rc = _lib.tcgd_probe(data, observed.data_ptr(), nbytes, code, ndim, shape, strides, handle)
+    if expectation is None:
+        rc = _lib.tcgd_probe(data, observed.data_ptr(), nbytes, code, ndim, shape, strides, handle)
+    else:
+        values, rtol, atol, flags = expectation
+        want = _expected_values(values, observed, name)
+        rc = _lib.tcgd_check(data, observed.data_ptr(), nbytes, code, ndim, shape, strides, handle,
+                             want.data_ptr(), rtol, atol, flags)
+        if rc == NOT_PROBED:
+            _warn_once("check-staging", "tcgd.check: its values are compared only when a TCGD_TENSOR rule "
+                       "records values (TCGD_TENSOR='record:probes=only')")
     if rc == UNKNOWN_MEMORY:
         _warn_once(("memory", name), f"probe {name!r}: its memory is in no allocation tcgd knows; not observed")
     elif rc == INVALID:
-        raise ProbeError(f"tcgd.probe({name!r}): the agent refused the tensor's description "
+        raise ProbeError(f"{what}({name!r}): the agent refused the tensor's description "
                          f"(shape {tuple(observed.shape)}, dtype {observed.dtype})")
     elif rc == NOT_SELECTED:
         _warn_once("selected", "explicit probes record nothing: TCGD_TENSOR is unset or none of its rules "
@@ -194,6 +214,41 @@ def probe(tensor, name, *, non_contiguous="error", stream=None):
         # The graph reads the copy at every replay: it must outlive the graph.
         _kept.append(observed)
     return tensor
+
+
+def _expected_values(values, observed, name):
+    """The expected values as a contiguous CPU tensor of the probe's dtype
+    and shape: a tensor or NumPy array must have both already; a number or
+    a (nested) list is converted to the dtype."""
+    import torch
+    if isinstance(values, torch.Tensor) or type(values).__module__ == "numpy":
+        want = torch.as_tensor(values)
+        if want.dtype != observed.dtype:
+            raise ProbeError(f"tcgd.check({name!r}): expected values of dtype {want.dtype}, the tensor's is "
+                             f"{observed.dtype}")
+    else:
+        want = torch.as_tensor(values, dtype=observed.dtype)
+    if tuple(want.shape) != tuple(observed.shape):
+        raise ProbeError(f"tcgd.check({name!r}): expected values of shape {tuple(want.shape)}, the tensor's is "
+                         f"{tuple(observed.shape)} (never broadcast)")
+    return want.detach().to("cpu").contiguous()
+
+
+def check(tensor, expected, name, *, rtol=None, atol=None, equal_nan=False, abort=False,
+          non_contiguous="error", stream=None):
+    """probe() with an expectation: every execution of this point (eagerly,
+    and each replay of a graph that captured it) is compared by tcgd-recorder
+    with `expected` (a tensor, NumPy array, number or list of the tensor's
+    shape; copied now), element by element: |got - expected| <= atol +
+    rtol * |expected| for finite floats (torch.testing's defaults per dtype
+    unless given), the same infinity, NaN only with equal_nan; integers and
+    bool exactly. The first failure is printed once on standard error and
+    stored in the bundle; abort=True also ends the job there (exit status 86).
+    Needs a rule that records values: TCGD_TENSOR='record:probes=only'.
+    Returns `tensor` unchanged; without the agent does nothing."""
+    flags = (1 if equal_nan else 0) | (2 if abort else 0)
+    return _observe(tensor, name, non_contiguous, stream,
+                    (expected, -1.0 if rtol is None else float(rtol), -1.0 if atol is None else float(atol), flags))
 
 
 # Contiguous copies probed during a capture (their memory is the graph's to
@@ -222,3 +277,6 @@ def watch_grad(tensor, name, *, strict=False, non_contiguous="error"):
         return grad
 
     return tensor.register_hook(hook)
+
+
+probe.__doc__ = _observe.__doc__
