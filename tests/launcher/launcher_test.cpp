@@ -4,6 +4,8 @@
 // errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <string>
 #include <vector>
 
@@ -75,6 +77,17 @@ TEST(Launcher, TensorRulesBecomeTcgdTensor) {
   const BundleSummary b = readBundle(dir.path() + "/" + bundles[0]);
   EXPECT_EQ(b.header.config().at("TCGD_TENSOR"), "fingerprint:kernel=~gemm");
   EXPECT_TRUE(contains(launch({"run", "--help"}).out, "--tensor RULES"));
+}
+
+// The tcgd Python module beside the agent is importable by the job
+// (tcgd.point, tcgd.probe), ahead of what PYTHONPATH held.
+TEST(Launcher, PutsTheTcgdPythonModuleOnPythonPath) {
+  TempDir dir;
+  const RunResult r = launch({"run", "-o", dir.path(), "--", "/bin/sh", "-c", "echo \"$PYTHONPATH\""});
+  ASSERT_EQ(r.exitCode(), 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "/python")) << r.out;
+  const std::string first = r.out.substr(0, r.out.find_first_of(":\n"));
+  EXPECT_TRUE(std::filesystem::exists(first + "/tcgd/__init__.py")) << first;
 }
 
 TEST(Launcher, PassesTheExitCodeAndOutputThrough) {
