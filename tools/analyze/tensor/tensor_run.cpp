@@ -36,6 +36,7 @@ TensorRun TensorRun::assemble(TensorRunParts parts) {
   run.statuses_ = std::move(parts.statuses);
   run.params_ = std::move(parts.params);
   run.warnings_ = std::move(parts.warnings);
+  run.recorded_ = std::move(parts.recorded);
   std::stable_sort(run.points_.begin(), run.points_.end(),
                    [](const RunPoint& a, const RunPoint& b) { return a.sequence < b.sequence; });
   run.sortSites();
@@ -46,6 +47,7 @@ TensorRun TensorRun::assemble(TensorRunParts parts) {
   run.buildCaptures(parts.graph_records);
   run.buildSlots();
   run.buildLaunches();
+  run.indexRecorded();
   return run;
 }
 
