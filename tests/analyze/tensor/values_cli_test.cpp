@@ -181,7 +181,9 @@ TEST(TensorValues, FirstDivergenceComparesRecordedValuesAndFindsTheRatio) {
   EXPECT_NE(rel["text"].asString().find("ratio 0.5"), std::string::npos) << rel["text"].asString();
   // The input both read is recorded by neither: no values there.
   for (const JsonValue& a : d["arguments"].items) {
-    if (a["param"].asI64() == 0) EXPECT_TRUE(a["values"].isNull());
+    if (a["param"].asI64() == 0) {
+      EXPECT_TRUE(a["values"].isNull());
+    }
   }
   // The same kernel at the next replays: the next divergences carry the
   // values too.
@@ -290,7 +292,8 @@ TEST(TensorValues, ValuesOnOneSideOnlyAreSaidSo) {
   const Pair p(plan);
   const ToolResult r = runAnalyze({"tensor", "first-divergence", p.eager, p.graph, "--json"});
   ASSERT_EQ(r.exit_code, 1) << r.err;
-  const JsonValue& v = decidingArgument(parsed(r)["first_divergence"])["values"];
+  const JsonValue j = parsed(r);
+  const JsonValue& v = decidingArgument(j["first_divergence"])["values"];
   EXPECT_EQ(v["presence"].asString(), "candidate_only");
   EXPECT_EQ(v["recorded_bytes"]["candidate"].asU64(), kBytes);
   EXPECT_EQ(v["recorded_bytes"]["reference"].asU64(), 0u);
@@ -354,7 +357,8 @@ TEST(TensorValues, APrefixThatAgreesWhileTheFingerprintsDiffer) {
   const Pair p(plan);
   const ToolResult r = runAnalyze({"tensor", "first-divergence", p.eager, p.graph, "--json"});
   ASSERT_EQ(r.exit_code, 1) << r.err;
-  const JsonValue& v = decidingArgument(parsed(r)["first_divergence"])["values"];
+  const JsonValue j = parsed(r);
+  const JsonValue& v = decidingArgument(j["first_divergence"])["values"];
   EXPECT_TRUE(v["prefix_only"].asBool());
   EXPECT_EQ(v["compared_bytes"].asU64(), 32u);
   EXPECT_EQ(v["range_bytes"].asU64(), kBytes);
@@ -407,7 +411,8 @@ TEST(TensorValues, CompareRunsAndComparePointsShowTheMetrics) {
   const ToolResult runs = runAnalyze({"tensor", "compare-runs", p.eager, p.graph, "--json", "--kernel", "scale"});
   ASSERT_EQ(runs.exit_code, 1) << runs.err;
   uint64_t with_ratio = 0;
-  for (const JsonValue& o : parsed(runs)["observations"].items) {
+  const JsonValue rows = parsed(runs);
+  for (const JsonValue& o : rows["observations"].items) {
     if (o["values"].isNull()) continue;
     EXPECT_EQ(o["values"]["comparison"]["mismatches"].asU64(), kN);
     if (o["values"]["relation"]["kind"].asString() == "ratio" && num(o["values"]["relation"]["factor"]) == 0.5)
