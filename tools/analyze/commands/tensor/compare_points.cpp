@@ -109,7 +109,8 @@ void registerTensorComparePointsCommand(CommandRegistry& registry) {
           "(replay:N of the step graph, graph:G/replay:N) or a step (step:N, as first-divergence cuts\n"
           "them). The points' launches are aligned by kernel and order and each argument's fingerprint\n"
           "is compared: match, mismatch, inconclusive, reference-only or candidate-only, with the\n"
-          "statistics that differ. With --output DIR: report.txt, report.json, observations.csv and\n"
+          "statistics that differ, and values both recorded compared element by element. With\n"
+          "--output DIR: report.txt, report.json, observations.csv and\n"
           "report.html. docs/tensor-analysis.md, \"Points\".",
       .arguments = {{"REF", "the reference run (.tcgd-tensor)"},
                     {"CAND", "the candidate run (default REF)", true}},
