@@ -2,8 +2,11 @@
 // agent core with default visibility; agent/libtcgd.map exports tcgd_*.
 #include "tcgd/tcgd.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+
+#include "../collectors/tensor/fingerprint_abi.h"  // tensor::Dtype, dtypeBytes
 
 #include "emit.h"
 #include "torch_loader.h"
@@ -48,9 +51,11 @@ int point(const char* name, const char* suffix, PointOrigin origin) {
 namespace tcgd::agent {
 namespace {
 std::atomic<PointStateFn> g_point_state{nullptr};
+std::atomic<ExplicitProbeFn> g_explicit_probe{nullptr};
 }  // namespace
 
 void setPointStateCollector(PointStateFn fn) { g_point_state.store(fn, std::memory_order_release); }
+void setExplicitProbeHandler(ExplicitProbeFn fn) { g_explicit_probe.store(fn, std::memory_order_release); }
 
 // Shared by the C API and the automatic points (collectors/points).
 bool recordPoint(const char* name, uint32_t length, PointOrigin origin, uint32_t snapshot_flags) {
@@ -92,6 +97,49 @@ TCGD_API int tcgd_set_metadata(const char* key, const char* value) {
                            value_id)
              ? TCGD_OK
              : TCGD_DROPPED;
+}
+
+TCGD_API int tcgd_probe(const char* name, const void* ptr, uint64_t bytes, int dtype, int ndim,
+                        const int64_t* shape, const int64_t* strides, void* stream) {
+  if (name == nullptr || ptr == nullptr || bytes == 0) return TCGD_INVALID;
+  const size_t length = boundedLength(name, kMaxPointName);
+  if (length == 0 || length > kMaxPointName) return TCGD_INVALID;
+  if (dtype < TCGD_DTYPE_BYTES || dtype > TCGD_DTYPE_UINT64) return TCGD_INVALID;
+  if (ndim < 0 || ndim > TCGD_PROBE_MAX_DIMS || (ndim > 0 && shape == nullptr)) return TCGD_INVALID;
+  // The sizes and strides in elements; a contiguous tensor's strides when
+  // none are given. Its elements must lie within the bytes.
+  int64_t sizes[TCGD_PROBE_MAX_DIMS] = {}, steps[TCGD_PROBE_MAX_DIMS] = {};
+  const uint64_t element = dtype == TCGD_DTYPE_BYTES ? 1 : tcgd::tensor::dtypeBytes(static_cast<tcgd::tensor::Dtype>(dtype));
+  uint64_t last = 0;  // the largest element offset
+  bool empty = false;
+  int64_t contiguous = 1;
+  for (int d = ndim - 1; d >= 0; --d) {
+    if (shape[d] < 0) return TCGD_INVALID;
+    sizes[d] = shape[d];
+    steps[d] = strides != nullptr ? strides[d] : contiguous;
+    if (steps[d] < 0) return TCGD_INVALID;
+    contiguous *= std::max<int64_t>(shape[d], 1);
+    if (shape[d] == 0) empty = true;
+    else last += static_cast<uint64_t>(shape[d] - 1) * static_cast<uint64_t>(steps[d]);
+  }
+  if (empty || (dtype != TCGD_DTYPE_BYTES && (last + 1) * element > bytes)) return TCGD_INVALID;
+  if (!tcgd::agent::start()) return TCGD_DISABLED;
+  const tcgd::agent::ExplicitProbeFn handler = tcgd::agent::g_explicit_probe.load(std::memory_order_acquire);
+  if (handler == nullptr) return TCGD_NOT_SELECTED;
+  char terminated[kMaxPointName + 1];
+  std::memcpy(terminated, name, length);
+  terminated[length] = 0;
+  tcgd::agent::ExplicitProbe probe;
+  probe.name = terminated;
+  probe.name_length = static_cast<uint32_t>(length);
+  probe.ptr = reinterpret_cast<uintptr_t>(ptr);
+  probe.bytes = bytes;
+  probe.dtype = static_cast<uint8_t>(dtype);
+  probe.ndim = static_cast<uint32_t>(ndim);
+  probe.shape = sizes;
+  probe.strides = steps;
+  probe.stream = stream;
+  return handler(probe);
 }
 
 TCGD_API int tcgd_enabled(void) { return tcgd::agent::start() ? 1 : 0; }

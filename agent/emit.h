@@ -75,4 +75,24 @@ void setPointStateCollector(PointStateFn fn);
 bool recordPoint(const char* name, uint32_t length, channel::PointOrigin origin,
                  uint32_t snapshot_flags = 0);
 
+// An explicit probe (tcgd_probe), as the C API checked it: the name (1..1023
+// bytes, NUL-terminated here), the tensor's device bytes, its dtype
+// (tensor::Dtype), shape and strides (ndim 0..16), and the stream its work is
+// ordered on (a CUstream). The tensor collector registers the handler from a
+// static initializer (collectors/tensor/tensor_collector.cpp); it returns a
+// TCGD_* code.
+struct ExplicitProbe {
+  const char* name = nullptr;
+  uint32_t name_length = 0;
+  uint64_t ptr = 0;
+  uint64_t bytes = 0;
+  uint8_t dtype = 0;
+  uint32_t ndim = 0;
+  const int64_t* shape = nullptr;
+  const int64_t* strides = nullptr;
+  void* stream = nullptr;
+};
+using ExplicitProbeFn = int (*)(const ExplicitProbe& probe);
+void setExplicitProbeHandler(ExplicitProbeFn fn);
+
 }  // namespace tcgd::agent

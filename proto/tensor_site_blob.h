@@ -4,7 +4,9 @@
 // channel's payload ring with one push; the recorder reads it.
 //
 //   SiteBlobHeader, then range_count SiteBlobRange, then pointer_count
-//   SiteBlobPointer; all little-endian, packed as declared.
+//   SiteBlobPointer, then (an explicit probe's, when shape_bytes is not 0) a
+//   SiteBlobShape with its ndim sizes and ndim strides (int64 each); all
+//   little-endian, packed as declared.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +23,7 @@ enum class SiteKind : uint16_t {
   kCooperativeKernel = 2,
   kCopy = 3,
   kSet = 4,
+  kProbe = 5,  // an explicit probe (tcgd_probe, tcgd.probe): a named tensor
 };
 
 // TensorRange.source
@@ -28,6 +31,7 @@ enum class RangeSource : uint8_t {
   kAllocatorBlock = 1,
   kDriverAllocation = 2,
   kCopyDestination = 3,
+  kProbe = 4,  // the tensor an explicit probe named
 };
 
 struct SiteBlobHeader {
@@ -56,7 +60,7 @@ struct SiteBlobHeader {
   uint64_t copy_bytes;
   uint64_t copy_source;
   uint32_t copy_kind;
-  uint32_t reserved;
+  uint32_t shape_bytes;    // bytes of the SiteBlobShape section (0: none)
 };
 static_assert(sizeof(SiteBlobHeader) == 144);
 
@@ -79,9 +83,22 @@ struct SiteBlobPointer {
 };
 static_assert(sizeof(SiteBlobPointer) == 8);
 
-inline constexpr size_t siteBlobBytes(size_t ranges, size_t pointers) {
+// The shape of an explicit probe's tensor (its one range): sizes and
+// strides in elements, as torch gives them; ndim 0 is a 0-d tensor.
+inline constexpr uint32_t kSiteShapeMagic = 0x31485354;  // "TSH1"
+inline constexpr uint32_t kMaxProbeDims = 16;
+struct SiteBlobShape {
+  uint32_t magic;
+  uint16_t ndim;
+  uint16_t reserved;
+};
+static_assert(sizeof(SiteBlobShape) == 8);
+
+inline constexpr size_t siteShapeBytes(size_t ndim) { return sizeof(SiteBlobShape) + 16 * ndim; }
+
+inline constexpr size_t siteBlobBytes(size_t ranges, size_t pointers, size_t shape_bytes = 0) {
   return sizeof(SiteBlobHeader) + ranges * sizeof(SiteBlobRange) +
-         pointers * sizeof(SiteBlobPointer);
+         pointers * sizeof(SiteBlobPointer) + shape_bytes;
 }
 
 // A read-only view of a received blob. valid() is false for a blob that is
@@ -92,7 +109,15 @@ class SiteBlobView {
     if (size < sizeof(SiteBlobHeader)) return;
     std::memcpy(&header_, data_, sizeof(header_));
     if (header_.magic != kSiteBlobMagic) return;
-    if (size < siteBlobBytes(header_.range_count, header_.pointer_count)) return;
+    if (size < siteBlobBytes(header_.range_count, header_.pointer_count, header_.shape_bytes)) return;
+    if (header_.shape_bytes != 0) {
+      if (header_.shape_bytes < sizeof(SiteBlobShape)) return;
+      std::memcpy(&shape_, shapeData(), sizeof(shape_));
+      if (shape_.magic != kSiteShapeMagic || shape_.ndim > kMaxProbeDims ||
+          header_.shape_bytes != siteShapeBytes(shape_.ndim))
+        return;
+      has_shape_ = true;
+    }
     valid_ = true;
   }
   bool valid() const { return valid_; }
@@ -110,10 +135,26 @@ class SiteBlobView {
                 sizeof(p));
     return p;
   }
+  // An explicit probe's shape (hasShape()): its dims, size and stride of each.
+  bool hasShape() const { return has_shape_; }
+  const SiteBlobShape& shape() const { return shape_; }
+  int64_t size(size_t dim) const { return dimWord(dim); }
+  int64_t stride(size_t dim) const { return dimWord(shape_.ndim + dim); }
 
  private:
+  const uint8_t* shapeData() const {
+    return data_ + siteBlobBytes(header_.range_count, header_.pointer_count);
+  }
+  int64_t dimWord(size_t i) const {
+    int64_t v;
+    std::memcpy(&v, shapeData() + sizeof(SiteBlobShape) + 8 * i, 8);
+    return v;
+  }
+
   const uint8_t* data_;
   SiteBlobHeader header_{};
+  SiteBlobShape shape_{};
+  bool has_shape_ = false;
   bool valid_ = false;
 };
 

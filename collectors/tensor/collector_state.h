@@ -60,9 +60,15 @@ LiveMaps liveMaps();
 inline constexpr uint64_t kPseudoCopyHtoD = 1, kPseudoCopyDtoD = 2, kPseudoCopy = 4;
 inline constexpr uint64_t kPseudoSet8 = 5, kPseudoSet16 = 6, kPseudoSet32 = 7;
 
+// Explicit probes are pseudo kernels too, one per name: the name's hash with
+// the top bit set (no launch handle is a user-space address that high).
+inline constexpr uint64_t kProbeHandleBit = uint64_t{1} << 63;
+uint64_t probeHandle(const char* name);
+
 // The handle's entry, described on first sight (its tensor_kernel record
 // sent); nullptr when another thread is describing it or the table is full.
-KernelInfo* kernelFor(uint64_t handle);
+// `probe_name`: the name of an explicit probe's handle (probeHandle).
+KernelInfo* kernelFor(uint64_t handle, const char* probe_name = nullptr);
 
 // ---- site_probe.cpp ------------------------------------------------------
 
@@ -96,7 +102,7 @@ struct Scratch {
   alignas(8) uint8_t params[kMaxParamsBytes];
   proto::SiteBlobRange ranges[kMaxRanges];
   proto::SiteBlobPointer pointers[kMaxPointers];
-  alignas(8) uint8_t blob[proto::siteBlobBytes(kMaxRanges, kMaxPointers)];
+  alignas(8) uint8_t blob[proto::siteBlobBytes(kMaxRanges, kMaxPointers, proto::siteShapeBytes(proto::kMaxProbeDims))];
   ::tcgd::tensor::FingerprintParams fingerprint;
   PendingTable pending;  // the thread's captured fingerprint nodes beside their streams
 };
@@ -121,6 +127,11 @@ struct Probe {
   uint64_t copy_source = 0;
   uint32_t copy_kind = 0;
   bool scan_complete = false;  // every pointer word of the work was looked at (capture_overlap.h)
+  // An explicit probe's shape (its one range): ndim sizes and strides.
+  bool has_shape = false;
+  uint32_t ndim = 0;
+  const int64_t* shape = nullptr;
+  const int64_t* strides = nullptr;
 };
 // Fingerprints the ranges of `scan` after the launch and describes the site.
 void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch);

@@ -36,11 +36,14 @@ const char* pseudoName(uint64_t handle) {
 }
 
 // The slow path, once per handle: name, layout, rules, dtype; then a
-// tensor_kernel record (with the name and layout as blobs).
-void describeKernel(KernelInfo* k) {
+// tensor_kernel record (with the name and layout as blobs). `probe_name`:
+// an explicit probe's name (family 4: no layout, no dtype guess).
+void describeKernel(KernelInfo* k, const char* probe_name = nullptr) {
   const DriverCalls& d = driverCalls();
-  const char* name = pseudoName(k->handle);
-  if (name != nullptr) {
+  const char* name = probe_name != nullptr ? probe_name : pseudoName(k->handle);
+  if (probe_name != nullptr) {
+    k->family = 4;
+  } else if (name != nullptr) {
     k->family = 3;
   } else if (d.kernel_get_name != nullptr &&
              d.kernel_get_name(&name, reinterpret_cast<CUkernel>(k->handle)) == CUDA_SUCCESS) {
@@ -52,10 +55,11 @@ void describeKernel(KernelInfo* k) {
     name = nullptr;
   }
   const std::string mangled = name != nullptr ? name : "";
-  const std::string demangled = demangle(mangled);
+  const std::string demangled = probe_name != nullptr ? mangled : demangle(mangled);
   k->rule_mask = settings().rules.matchKernel(demangled);
-  k->dtype = static_cast<uint8_t>(inferDtype(demangled));
-  k->invocations = kernels().nameCounter(hashName(mangled.c_str()));
+  k->dtype = probe_name != nullptr ? 0 : static_cast<uint8_t>(inferDtype(demangled));
+  // A probe's invocations count apart from a kernel's of the same name.
+  k->invocations = kernels().nameCounter(probe_name != nullptr ? probeHandle(probe_name) : hashName(mangled.c_str()));
 
   // The layout: cuKernelGetParamInfo for a CUkernel, cuFuncGetParamInfo for
   // a CUfunction; 13.0 has no count call, so ask until INVALID_VALUE.
@@ -106,13 +110,15 @@ void describeKernel(KernelInfo* k) {
 
 }  // namespace
 
-KernelInfo* kernelFor(uint64_t handle) {
+uint64_t probeHandle(const char* name) { return hashName(name) | kProbeHandleBit; }
+
+KernelInfo* kernelFor(uint64_t handle, const char* probe_name) {
   KernelInfo* k = nullptr;
   switch (kernels().find(handle, &k)) {
     case KernelTable::Find::kReady:
       return k;
     case KernelTable::Find::kMine:
-      describeKernel(k);
+      describeKernel(k, probe_name);
       kernels().publish(k);
       return k;
     case KernelTable::Find::kBusy:

@@ -129,4 +129,25 @@ bool destinationRange(uint64_t dst, uint64_t bytes, const LiveMaps& maps, bool r
   return true;
 }
 
+bool probeRange(uint64_t ptr, uint64_t bytes, uint8_t dtype, const LiveMaps& maps, const ScanLimits& limits,
+                ScanResult* out) {
+  LiveMap::Hit hit;
+  RangeSource source;
+  if (ptr == 0 || bytes == 0 || !lookUp(ptr, maps, &hit, &source) || hit.end - ptr < bytes) return false;
+  SiteBlobRange& r = out->ranges[out->range_count++];
+  r.ptr = ptr;
+  r.extent = bytes;
+  r.bytes = bytes;
+  if (limits.max_bytes != 0 && r.bytes > limits.max_bytes) {
+    r.bytes = limits.max_bytes;
+    ++out->ranges_truncated;
+  }
+  r.base = hit.start;
+  r.offset = 0;
+  r.param = 0;
+  r.dtype = dtype;
+  r.source = static_cast<uint8_t>(RangeSource::kProbe);
+  return true;
+}
+
 }  // namespace tcgd::collectors::tensor

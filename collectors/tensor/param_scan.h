@@ -59,4 +59,11 @@ void scanParameter(const uint8_t* params, uint32_t offset, uint32_t size, int16_
 bool destinationRange(uint64_t dst, uint64_t bytes, const LiveMaps& maps, bool require_known,
                       const ScanLimits& limits, ScanResult* out);
 
+// The range of an explicit probe's tensor [ptr, ptr + bytes) (tcgd_probe):
+// false when no map holds all of it (the probe is refused: reading memory
+// no allocation covers could fault the job). A workspace is not special
+// here: the probe names its bytes on purpose. `dtype` is stored.
+bool probeRange(uint64_t ptr, uint64_t bytes, uint8_t dtype, const LiveMaps& maps, const ScanLimits& limits,
+                ScanResult* out);
+
 }  // namespace tcgd::collectors::tensor

@@ -107,6 +107,7 @@ uint32_t CompiledProbeRules::matchKernel(std::string_view demangled) const {
 bool CompiledProbeRules::selects(const ProbeRule& r, size_t i, const LaunchFacts& f) const {
   if (((f.kernel_mask >> i) & 1u) == 0) return false;
   if (f.copy_or_set && !r.copies) return false;
+  if (f.explicit_probe ? r.probes == ProbeRule::Probes::kOff : r.probes == ProbeRule::Probes::kOnly) return false;
   if (r.when == ProbeWhen::kEager && f.captured) return false;
   if (r.when == ProbeWhen::kCapture && !f.captured) return false;
   if (!r.invocations.contains(f.invocation)) return false;

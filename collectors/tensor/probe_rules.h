@@ -122,6 +122,11 @@ struct ProbeRule {
   ::tcgd::tensor::Dtype dtype = ::tcgd::tensor::Dtype::kUnknown;
   // copies=on|off: whether memcpy/memset destinations are probed (on).
   bool copies = true;
+  // probes=on|off|only: whether explicit probes (tcgd_probe, tcgd.probe,
+  // named by their name for kernel=) are selected too (on), not (off), or
+  // alone (only: no launch, copy or set).
+  enum class Probes : uint8_t { kOn = 0, kOff = 1, kOnly = 2 };
+  Probes probes = Probes::kOn;
   // print only: every=N prints executions (replays) 0, N, 2N, ... of a
   // captured site and invocations 0, N, 2N, ... of an eager launch (1);
   // lines=N is the rule's budget of printed lines (200).
@@ -177,7 +182,7 @@ inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
     "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
-    "workspaces=on|off, overlap=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
+    "probes=on|off|only, workspaces=on|off, overlap=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
     "values=N; record[:KEY=VALUE,...] the same keys and bytes=N[K|M|G], run-bytes=N[K|M|G]; "
     "check:reference=PATH[,abort][,rtol=X][,atol=Y] takes the same keys (one check rule at most) "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
@@ -197,6 +202,7 @@ struct LaunchFacts {
   bool captured = false;
   uint64_t capture_ordinal = 0; // when captured
   bool copy_or_set = false;
+  bool explicit_probe = false;  // tcgd_probe
 };
 
 // The rules with their regexes compiled. Built once at start (allocates);
@@ -253,10 +259,11 @@ inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations",
                                              "graphs", "replays", "args",        "max-bytes",
                                              "dtype",  "copies",      "workspaces", "overlap",
                                              "every",  "lines",       "bytes",      "run-bytes",
-                                             "values", "reference",   "rtol",       "atol"};
+                                             "values", "reference",   "rtol",       "atol",
+                                             "probes"};
 inline constexpr const char* kKeyList =
     "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, "
-    "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol";
+    "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol, probes";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -635,6 +642,19 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
     }
     *error = where + "unknown dtype (expected " + kDtypeList + ")";
     return false;
+  }
+  if (key == "probes") {
+    if (value == "on") {
+      r->probes = ProbeRule::Probes::kOn;
+    } else if (value == "off") {
+      r->probes = ProbeRule::Probes::kOff;
+    } else if (value == "only") {
+      r->probes = ProbeRule::Probes::kOnly;
+    } else {
+      *error = where + "expected on, off or only";
+      return false;
+    }
+    return true;
   }
   // copies, workspaces, overlap
   bool& flag = key == "copies" ? r->copies : key == "workspaces" ? r->workspaces : r->overlap;

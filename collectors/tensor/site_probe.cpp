@@ -366,11 +366,21 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   h.copy_bytes = p.copy_bytes;
   h.copy_source = p.copy_source;
   h.copy_kind = p.copy_kind;
-  const size_t bytes = proto::siteBlobBytes(scan.range_count, scan.pointer_count);
+  h.shape_bytes = p.has_shape ? static_cast<uint32_t>(proto::siteShapeBytes(p.ndim)) : 0;
+  const size_t bytes = proto::siteBlobBytes(scan.range_count, scan.pointer_count, h.shape_bytes);
   std::memcpy(scratch.blob, &h, sizeof(h));
   std::memcpy(scratch.blob + sizeof(h), scan.ranges, scan.range_count * sizeof(SiteBlobRange));
   std::memcpy(scratch.blob + sizeof(h) + scan.range_count * sizeof(SiteBlobRange), scan.pointers,
               scan.pointer_count * sizeof(SiteBlobPointer));
+  if (p.has_shape) {
+    uint8_t* at = scratch.blob + proto::siteBlobBytes(scan.range_count, scan.pointer_count);
+    const proto::SiteBlobShape shape{proto::kSiteShapeMagic, static_cast<uint16_t>(p.ndim), 0};
+    std::memcpy(at, &shape, sizeof(shape));
+    if (p.ndim != 0) {
+      std::memcpy(at + sizeof(shape), p.shape, 8 * p.ndim);
+      std::memcpy(at + sizeof(shape) + 8 * p.ndim, p.strides, 8 * p.ndim);
+    }
+  }
   uint64_t blob = 0;
   if (!agent::emitBlob(BlobKind::kTensorSite, scratch.blob, static_cast<uint32_t>(bytes), &blob) ||
       !agent::emit(kRecordTensorSite, RecordClass::kTensor, static_cast<uint8_t>(p.kind), blob, site,

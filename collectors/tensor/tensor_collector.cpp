@@ -20,6 +20,8 @@
 #include "collectors/torch/torch_records.h"
 #include "emit.h"
 #include "interpose/caller.h"
+#include "interpose/guard.h"
+#include "tcgd/tcgd.h"
 #include "log.h"
 #include "torch_loader.h"
 
@@ -431,6 +433,74 @@ int setEnqueued(uint64_t dst, uint32_t value, uint32_t element_bytes, uint64_t c
   }
   return 0;
 }
+
+namespace {
+
+// tcgd_probe (agent/api.cpp checked its arguments): the named tensor is
+// one range of a pseudo kernel named by the probe, fingerprinted on its
+// stream like a copy's destination, with its shape in the site.
+int probeExplicit(const agent::ExplicitProbe& e) {
+  if (!enabled()) return TCGD_NOT_SELECTED;
+  interpose::ScopedNoRecord quiet;  // our driver calls are not the job's
+  checkStop();
+  const CUstream stream = static_cast<CUstream>(e.stream);
+  prepareDevice();
+  const CaptureFacts capture = captureFacts(stream, false);
+  KernelInfo* k = kernelFor(probeHandle(e.name), e.name);
+  if (k == nullptr) return TCGD_NOT_PROBED;
+  if (k->rule_mask == 0) return TCGD_NOT_SELECTED;
+  const uint64_t invocation =
+      k->invocations != nullptr ? k->invocations->fetch_add(1, std::memory_order_relaxed) : 0;
+  if (capture.unknown) {
+    count(kSkipCaptureUnknown);
+    return TCGD_NOT_PROBED;
+  }
+  LaunchFacts facts;
+  facts.kernel_mask = k->rule_mask;
+  facts.invocation = invocation;
+  facts.captured = capture.captured;
+  facts.capture_ordinal = capture.ordinal;
+  facts.explicit_probe = true;
+  const int rule = settings().rules.select(facts);
+  if (rule < 0) return TCGD_NOT_SELECTED;
+  if (!deviceReady(capture)) return TCGD_NOT_PROBED;
+  Scratch* sc = scratch();
+  if (sc == nullptr) return TCGD_NOT_PROBED;
+  const ProbeRule& r = settings().rules.rule(static_cast<size_t>(rule));
+  ScanResult scan;
+  scan.ranges = sc->ranges;
+  scan.pointers = sc->pointers;
+  ScanLimits limits;
+  limits.max_ranges = 1;
+  limits.max_bytes = r.max_bytes;
+  if (!probeRange(e.ptr, e.bytes, e.dtype, liveMaps(), limits, &scan)) {
+    count(kProbesUnknownMemory);
+    return TCGD_UNKNOWN_MEMORY;
+  }
+  Probe p;
+  p.kernel = k;
+  p.kind = SiteKind::kProbe;
+  p.stream = stream;
+  p.capture = capture;
+  p.invocation = invocation;
+  p.rule = rule;
+  p.facts = facts;
+  p.copy_bytes = e.bytes;
+  p.scan_complete = true;  // it writes nothing
+  p.has_shape = true;
+  p.ndim = e.ndim;
+  p.shape = e.shape;
+  p.strides = e.strides;
+  finishProbe(p, scan, *sc);
+  return TCGD_OK;
+}
+
+[[maybe_unused]] const bool kProbeHandlerSet = [] {
+  agent::setExplicitProbeHandler(&probeExplicit);
+  return true;
+}();
+
+}  // namespace
 
 int captureBegan(CUstream stream, bool per_thread, CUresult result) {
   if (result != CUDA_SUCCESS || !enabled()) return 0;

@@ -30,6 +30,7 @@ enum TensorCounter : uint32_t {
   kOverlapNodes,               // captured fingerprint nodes hung beside the stream (capture_overlap.h)
   kOverlapJoins,               // captured work made to wait for a pending fingerprint node
   kOverlapFailed,              // a driver call of the overlap failed: the node stayed on the stream
+  kProbesUnknownMemory,        // explicit probes refused: their bytes lie in no allocation tcgd knows
   kCounterCount,
 };
 
@@ -39,6 +40,7 @@ inline constexpr const char* kTensorCounterNames[] = {
     "no_params",       "kernel_table_full",  "ranges_dropped",    "ranges_truncated",
     "manual_graph_nodes", "graph_exec_updates", "no_scratch",
     "ranges_workspace", "overlap_nodes",     "overlap_joins",     "overlap_failed",
+    "probes_unknown_memory",
 };
 static_assert(std::size(kTensorCounterNames) == kCounterCount);
 

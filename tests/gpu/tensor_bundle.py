@@ -86,7 +86,10 @@ def _range(buf):
     f = fields(buf)
     return {"index": _one(f, 1), "param": _signed(_one(f, 2)),
             "offset": _one(f, 3), "ptr": _one(f, 4), "bytes": _one(f, 5), "extent": _one(f, 6),
-            "base": _one(f, 7), "dtype": _one(f, 8), "source": _one(f, 9)}
+            "base": _one(f, 7), "dtype": _one(f, 8), "source": _one(f, 9),
+            # An explicit probe's tensor: its shape and strides.
+            "shape": [_signed(v) for v in _packed_varints(f, 11)] if _one(f, 10) else None,
+            "strides": [_signed(v) for v in _packed_varints(f, 12)] if _one(f, 10) else None}
 
 
 def _site(buf):

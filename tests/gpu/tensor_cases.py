@@ -9,6 +9,9 @@ bundle against, taken from PyTorch in the same run.
     compile               torch.compile(mode="reduce-overhead"): cudagraph trees
     two-streams           a capture that forks onto a second stream and joins back
     kill N                replays N times (each synchronized), then SIGKILLs itself
+    probe-quickstart      the quick start with tcgd.probe (tools/python/examples/tensor_quickstart.py)
+    probe-grads MODE      tcgd.watch_grad on a small MLP's weights and activations: eager steps, or
+                          replays of a captured forward and backward
   planted bugs, for first-divergence (each with MODE eager or graph):
     stale-input MODE      the graph reads a static input the loop stopped copying into
     baked-scalar MODE     a Python float (a learning-rate schedule) baked into the captured kernel
@@ -410,7 +413,93 @@ def record():
     return g.digest(y), {"ptr": y.data_ptr(), "bytes": y.numel() * 4, "replays": replays}
 
 
+# ---- explicit probes ------------------------------------------------------------
+
+def probe_quickstart():
+    """The quick start with tcgd.probe: two named tensors in a capture."""
+    import tcgd
+    static_x = torch.arange(8, device="cuda", dtype=torch.float32)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        first_hidden = tcgd.probe(static_x * 2, "after_scale")
+        second_hidden = tcgd.probe(torch.relu(first_hidden - 5), "after_relu")
+        output = second_hidden.square()
+    graph.replay()
+    graph.replay()
+    torch.cuda.synchronize()
+    return g.digest(output), {"values": {"after_scale": first_hidden.tolist(), "after_relu": second_hidden.tolist()},
+                              "agent": tcgd.agent_loaded()}
+
+
+def probe_grads(mode):
+    """watch_grad on every weight and on the hidden activations of a 3-layer
+    MLP; the order the hooks fire (autograd's backward order) and every
+    gradient's bytes, per step (eager) or per replay (graph)."""
+    import tcgd
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32), torch.nn.ReLU(),
+                                torch.nn.Linear(32, 4)).cuda()
+    fired = []
+
+    def order_hook(name):
+        def hook(grad):
+            fired.append(name)
+        return hook
+
+    names = {}
+    for pname, p in model.named_parameters():
+        if pname.endswith("weight"):
+            names[pname] = p
+            tcgd.watch_grad(p, f"grad/{pname}", non_contiguous="copy")
+            p.register_hook(order_hook(f"grad/{pname}"))
+    static_x = torch.randn(8, 16, device="cuda")
+    static_y = torch.randn(8, 4, device="cuda")
+    xs = [torch.randn(8, 16, device="cuda") for _ in range(3)]
+
+    def step():
+        h = model[1](model[0](static_x))
+        h.register_hook(order_hook("grad/hidden1"))
+        tcgd.watch_grad(h, "grad/hidden1", non_contiguous="copy")
+        out = model[4](model[3](model[2](h)))
+        loss = torch.nn.functional.mse_loss(out, static_y)
+        loss.backward()
+        return loss
+
+    grads = []
+    if mode == "graph":
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                model.zero_grad(set_to_none=True)
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        model.zero_grad(set_to_none=True)
+        fired.clear()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            loss = step()
+        order = list(fired)
+        for x in xs:
+            static_x.copy_(x)
+            graph.replay()
+            torch.cuda.synchronize()
+            grads.append({n: p.grad.detach().cpu().numpy().tobytes().hex() for n, p in names.items()})
+    else:
+        for x in xs:
+            model.zero_grad(set_to_none=True)
+            fired.clear()
+            static_x.copy_(x)
+            loss = step()
+            torch.cuda.synchronize()
+            order = list(fired)
+            grads.append({n: p.grad.detach().cpu().numpy().tobytes().hex() for n, p in names.items()})
+    return g.digest(loss), {"order": order, "grads": grads, "steps": len(xs)}
+
+
 CASES = {
+    "probe-quickstart": lambda: probe_quickstart(),
+    "probe-grads": lambda: probe_grads(MODE),
     "quickstart": lambda: quickstart(),
     "record": lambda: record(),
     "transformer": lambda: transformer(MODE),

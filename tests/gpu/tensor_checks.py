@@ -12,6 +12,10 @@ run unmodified without and with the agent (TCGD_TENSOR=fingerprint), the
     tensor-planted-<bug>   the planted bugs of first-divergence, eager and graph (tensor_expect.py)
     tensor-check-abort     baked-scalar eager under fingerprint, then as a long graph run under
                            check:reference=EAGER,abort: stopped at replay 1 with exit status 86
+    tensor-probe-quickstart  the quick start with tcgd.probe under print:probes=only: the recorder's
+                           lines carry the seed's values for both probes in both replays
+    tensor-probe-grads     tcgd.watch_grad on an MLP under record:probes=only, eager and graph: the
+                           probes come in backward order, each gradient's bytes equal torch's
 
 The checks of a bundle (check_*: a TensorBundle, the program's truth.json and
 expect(ok, text)) are separate from the runs, so the CPU suite replays them on
@@ -480,8 +484,89 @@ def check_abort(gate, only):
     gate.rows.append((name, all(c[0] for c in checks), checks, run.seconds))
 
 
+def check_probe_quickstart(b, truth, expect, stderr=""):
+    """Two captured probe sites named after_scale and after_relu, shape [8];
+    the print lines of replays 0 and 1 end with the values torch holds."""
+    probes = [s for s in b.sites if s["kind"] == 5]
+    names = sorted(b.kernel_name(s) for s in probes)
+    expect(names == ["after_relu", "after_scale"], f"two probe sites, after_scale and after_relu ({names})")
+    for s in probes:
+        r = s["ranges"][0] if s["ranges"] else {}
+        expect(s["capture"] == 1 and r.get("shape") == [8] and r.get("strides") == [1],
+               f"{b.kernel_name(s)}: captured, shape {r.get('shape')} strides {r.get('strides')}")
+    for name, values in truth["values"].items():
+        text = ", ".join(f"{v:g}" for v in values)
+        for replay in (0, 1):
+            lines = [ln for ln in stderr.splitlines()
+                     if ln.startswith(f"tcgd print: {name} #0 graph 0 replay {replay} float32 [8]:")]
+            expect(len(lines) == 1 and lines[0].endswith(f"values [{text}]"),
+                   f"{name} replay {replay}: values [{text}] ({lines[:1]})")
+
+
+def probe_quickstart(gate, only):
+    name = "tensor-probe-quickstart"
+    if only and name not in only:
+        return
+    case_dir, truth, b, expect, checks, traced = common(gate, name, ["probe-quickstart"],
+                                                          env={"TCGD_TENSOR": "print:probes=only"})
+    expect(truth.get("agent") is True, f"tcgd.probe found the agent ({truth.get('agent')})")
+    if b and truth:
+        try:
+            check_probe_quickstart(b, truth, expect, traced.stderr)
+        except Exception as e:  # noqa: BLE001
+            expect(False, f"check_probe_quickstart raised {type(e).__name__}: {e}")
+    finish(gate, name, checks, traced)
+
+
+def check_probe_grads(b, truth, expect, mode):
+    """The probe sites of the steps (eager) or of the capture (graph), in
+    issue order, are the hooks' backward order; each weight gradient's
+    recorded bytes equal torch's after that step or replay."""
+    probes = [s for s in b.sites if s["kind"] == 5]
+    order = truth["order"]
+    steps = truth["steps"]
+    if mode == "graph":
+        sites = sorted((s for s in probes if s["capture"] > 0), key=lambda s: s["node"])
+        expect([b.kernel_name(s) for s in sites] == order,
+               f"captured probes in backward order {[b.kernel_name(s) for s in sites]} == {order}")
+        per_step = {b.kernel_name(s): s for s in sites}
+        chosen = [(k, per_step, k) for k in range(steps)]
+    else:
+        sites = sorted((s for s in probes if s["capture"] == 0), key=lambda s: s["sequence"])
+        expect(len(sites) == steps * len(order), f"{len(sites)} eager probe sites == {steps} x {len(order)}")
+        expect([b.kernel_name(s) for s in sites[:len(order)]] == order,
+               f"step 0's probes in backward order {[b.kernel_name(s) for s in sites[:len(order)]]} == {order}")
+        chosen = []
+        for k in range(steps):
+            group = sites[k * len(order):(k + 1) * len(order)]
+            chosen.append((k, {b.kernel_name(s): s for s in group}, 0))
+    for k, by_name, exec_ in chosen:
+        for pname, want in truth["grads"][k].items():
+            s = by_name.get(f"grad/{pname}")
+            got = b.recorded(s["site"], exec_, 0) if s else b""
+            expect(got == bytes.fromhex(want), f"step {k} grad/{pname}: {len(got)} recorded bytes equal torch's")
+
+
+def probe_grads(gate, only):
+    name = "tensor-probe-grads"
+    if only and name not in only:
+        return
+    checks_all, traced_last = [], None
+    for mode in ("eager", "graph"):
+        case_dir, truth, b, expect, checks, traced = common(gate, f"{name}-{mode}", ["probe-grads", mode],
+                                                              env={"TCGD_TENSOR": "record:probes=only"})
+        if b and truth:
+            try:
+                check_probe_grads(b, truth, expect, mode)
+            except Exception as e:  # noqa: BLE001
+                expect(False, f"check_probe_grads raised {type(e).__name__}: {e}")
+        checks_all += [(ok, f"{mode}: {what}") for ok, what in checks]
+        traced_last = traced
+    gate.rows.append((name, all(c[0] for c in checks_all), checks_all, traced_last.seconds if traced_last else 0))
+
+
 STAGE = [fingerprint_check, record_kernel_check, quickstart, record_case, transformer, compile_case, two_streams,
-         kill, planted, check_abort]
+         kill, planted, check_abort, probe_quickstart, probe_grads]
 
 
 def run(gate, only):

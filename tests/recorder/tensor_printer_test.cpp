@@ -63,15 +63,20 @@ struct Printed {
 };
 
 TEST(TensorPrinter, ALineSaysWhereAndWhat) {
-  EXPECT_EQ(printLine("scale<float>", 3, 1, 2, 1, static_cast<uint32_t>(::tcgd::tensor::Dtype::kFloat32), 0, 4,
+  EXPECT_EQ(printLine("scale<float>", 3, 1, 2, 1, "", static_cast<uint32_t>(::tcgd::tensor::Dtype::kFloat32), 0, 4,
                       0xabcdef, 0, 0, 0, 0, 1, 4, 10, 30),
             "tcgd print: scale<float> #3 graph 0 replay 2 arg 1 float32 x4: min 1 max 4 mean 2.5 std 1.11803 "
             "zero 0 nan 0 inf 0/0 hash 0000000000abcdef");
-  EXPECT_EQ(printLine("memset D32", 0, 0, 0, -1, 0, ::tcgd::tensor::kSlotHashOnly, 64, 7, 0, 0, 0, 0, 0, 0, 0, 0),
+  EXPECT_EQ(printLine("memset D32", 0, 0, 0, -1, "", 0, ::tcgd::tensor::kSlotHashOnly, 64, 7, 0, 0, 0, 0, 0, 0, 0, 0),
             "tcgd print: memset D32 #0 eager dst bytes x64: hash 0000000000000007");
-  EXPECT_EQ(printLine("k", 0, 0, 0, 0, static_cast<uint32_t>(::tcgd::tensor::Dtype::kFloat16), 0, 2, 1, 2, 0, 0,
+  EXPECT_EQ(printLine("k", 0, 0, 0, 0, "", static_cast<uint32_t>(::tcgd::tensor::Dtype::kFloat16), 0, 2, 1, 2, 0, 0,
                       0, 0, 0, 0, 0),
             "tcgd print: k #0 eager arg 0 float16 x2: no finite element zero 0 nan 2 inf 0/0 hash 0000000000000001");
+  // An explicit probe: its name, its shape instead of the argument and count.
+  EXPECT_EQ(printLine("after_scale", 0, 1, 1, 0, "[8]", static_cast<uint32_t>(::tcgd::tensor::Dtype::kFloat32), 0, 8,
+                      0x1, 0, 0, 0, 1, 0, 14, 56, 560),
+            "tcgd print: after_scale #0 graph 0 replay 1 float32 [8]: min 0 max 14 mean 7 std 4.58258 zero 1 nan 0 "
+            "inf 0/0 hash 0000000000000001");
 }
 
 TEST(TensorPrinter, OnlyPrintRulesPrintAndObservationsWaitForTheirSite) {

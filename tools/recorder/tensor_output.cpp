@@ -66,6 +66,13 @@ void fillSite(uint64_t sequence, const channel::Record& r, const proto::SiteBlob
     out->set_base(in.base);
     out->set_dtype(in.dtype);
     out->set_source(in.source);
+    if (i == 0 && v.hasShape()) {  // an explicit probe's tensor
+      out->set_shape_known(true);
+      for (size_t d = 0; d < v.shape().ndim; ++d) {
+        out->add_shape(v.size(d));
+        out->add_strides(v.stride(d));
+      }
+    }
   }
   for (size_t i = 0; i < h.pointer_count; ++i) {
     const proto::SiteBlobPointer p = v.pointer(i);
@@ -194,7 +201,7 @@ void TensorOutput::kernelRecord(const channel::Record& r) {
   k->set_family(static_cast<uint32_t>((r.a[3] >> 24) & 0xff));
   k->set_rules(static_cast<uint32_t>(r.a[3] >> 32));
   k->set_param_status(static_cast<uint32_t>(r.a[4]));
-  if (printer_ != nullptr) printer_->kernel(k->function(), k->name());
+  if (printer_ != nullptr) printer_->kernel(k->function(), k->name(), k->family() == 4);
   // Sites of this kernel follow it, so its frame goes before theirs.
   flushSites();
   out_->flushEvents();

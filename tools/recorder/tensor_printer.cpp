@@ -77,7 +77,7 @@ std::string valuesText(std::string_view data, uint32_t dtype, uint64_t range_byt
 }
 
 std::string printLine(std::string_view kernel, uint64_t invocation, uint32_t capture, uint32_t exec,
-                      int32_t param, uint32_t dtype, uint32_t flags, uint64_t elements, uint64_t hash,
+                      int32_t param, std::string_view shape, uint32_t dtype, uint32_t flags, uint64_t elements, uint64_t hash,
                       uint64_t nan, uint64_t pos_inf, uint64_t neg_inf, uint64_t zero, double minimum,
                       double maximum, double sum, double sum_squares) {
   std::string s = "tcgd print: ";
@@ -85,11 +85,17 @@ std::string printLine(std::string_view kernel, uint64_t invocation, uint32_t cap
   s += " #" + std::to_string(invocation);
   s += capture == 0 ? std::string(" eager")
                     : " graph " + std::to_string(capture - 1) + " replay " + std::to_string(exec);
-  s += param < 0 ? std::string(" dst") : " arg " + std::to_string(param);
+  if (shape.empty()) s += param < 0 ? std::string(" dst") : " arg " + std::to_string(param);
   const bool stats = (flags & ::tcgd::tensor::kObservationHashOnly) == 0;
   s += " ";
   s += stats ? ::tcgd::tensor::dtypeName(static_cast<Dtype>(dtype)) : "bytes";
-  s += " x" + std::to_string(elements) + ":";
+  if (shape.empty()) {
+    s += " x" + std::to_string(elements) + ":";
+  } else {
+    s += " ";
+    s += shape;
+    s += ":";
+  }
   if (stats) {
     const uint64_t finite = elements - nan - pos_inf - neg_inf;
     if (finite != 0) {
@@ -123,8 +129,12 @@ TensorPrinter::TensorPrinter(std::vector<collectors::tensor::ProbeRule> rules, S
   }
 }
 
-void TensorPrinter::kernel(uint64_t function, std::string_view mangled_name) {
+void TensorPrinter::kernel(uint64_t function, std::string_view mangled_name, bool probe) {
   if (!active_) return;
+  if (probe) {  // an explicit probe: its name as the program gave it
+    names_[function] = std::string(mangled_name);
+    return;
+  }
   const std::string demangled = collectors::tensor::demangle(mangled_name);
   std::string name = collectors::tensor::shortName(demangled);
   names_[function] = name.empty() ? std::string(mangled_name) : name;
@@ -148,8 +158,15 @@ void TensorPrinter::site(const bundle::TensorSite& s) {
   site.invocation = s.invocation();
   site.capture = s.capture();
   site.params.clear();
+  site.shape.clear();
   if (site.print)
     for (const bundle::TensorRange& r : s.ranges()) site.params.push_back(r.param());
+  if (site.print && s.ranges_size() != 0 && s.ranges(0).shape_known()) {
+    site.shape = "[";
+    for (int d = 0; d < s.ranges(0).shape_size(); ++d)
+      site.shape += (d == 0 ? "" : ", ") + std::to_string(s.ranges(0).shape(d));
+    site.shape += "]";
+  }
   site.unseen = static_cast<size_t>(s.ranges_size());
   if (!site.print) {  // values kept for it before it came are not for a line
     values_.erase(values_.lower_bound(Key{s.site(), 0, 0}), values_.lower_bound(Key{s.site() + 1, 0, 0}));
@@ -262,7 +279,7 @@ void TensorPrinter::emit(const Site& site, const Row& row, const std::string& va
   std::snprintf(fallback, sizeof fallback, "kernel %#llx", static_cast<unsigned long long>(site.function));
   const int32_t param = row.range < site.params.size() ? site.params[row.range] : -1;
   sink_(printLine(name != names_.end() ? std::string_view(name->second) : std::string_view(fallback),
-                  site.invocation, site.capture, row.exec, param, row.dtype, row.flags, row.elements, row.hash,
+                  site.invocation, site.capture, row.exec, param, site.shape, row.dtype, row.flags, row.elements, row.hash,
                   row.nan, row.pos_inf, row.neg_inf, row.zero, row.minimum, row.maximum, row.sum,
                   row.sum_squares) +
         values);

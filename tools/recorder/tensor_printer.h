@@ -54,7 +54,7 @@ class TensorPrinter {
 
   bool active() const { return active_; }
 
-  void kernel(uint64_t function, std::string_view mangled_name);
+  void kernel(uint64_t function, std::string_view mangled_name, bool probe = false);
   void site(const bundle::TensorSite& site);
   // Rows [from, end) of `batch` (just drained).
   void observations(const bundle::TensorObservationBatch& batch, int from);
@@ -81,6 +81,7 @@ class TensorPrinter {
     uint64_t invocation = 0;
     uint32_t capture = 0;  // capture ordinal + 1; 0 eager
     std::vector<int32_t> params;  // each range's parameter (-1: a copy's or set's destination)
+    std::string shape;            // an explicit probe's: "[2, 4]" ("" for kernels)
     size_t unseen = 0;            // eager: ranges whose observation has not come yet
   };
   struct RuleState {
@@ -127,8 +128,10 @@ class TensorPrinter {
 std::string valuesText(std::string_view data, uint32_t dtype, uint64_t range_bytes);
 
 // The line for one observation (no newline): what TensorPrinter writes.
+// `shape`: an explicit probe's ("[2, 4]"), said instead of the argument and
+// the element count; "" for launches, copies and sets.
 std::string printLine(std::string_view kernel, uint64_t invocation, uint32_t capture, uint32_t exec,
-                      int32_t param, uint32_t dtype, uint32_t flags, uint64_t elements, uint64_t hash,
+                      int32_t param, std::string_view shape, uint32_t dtype, uint32_t flags, uint64_t elements, uint64_t hash,
                       uint64_t nan, uint64_t pos_inf, uint64_t neg_inf, uint64_t zero, double minimum,
                       double maximum, double sum, double sum_squares);
 

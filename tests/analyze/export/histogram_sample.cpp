@@ -1,6 +1,6 @@
 // Writes an event file of histograms through EventFileWriter, for
-// tensorboard_readback.py to read with TensorBoard's reader (the bundles hold
-// no recorded values yet, so the export itself writes none):
+// tensorboard_readback.py to read with TensorBoard's reader (the writer's
+// buckets on chosen values; recorded_sample.cpp covers the export's own):
 //   tcgd_tensorboard_histogram_sample DIR
 // Tag "sample/hist", steps 0..2: 1000 values sin(0.37 i) * (step + 1), plus
 // a NaN and an Inf that must be left out; tag "sample/wide" at step 0: -1e30,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """export tensorboard on golden tensor bundles, read back by TensorBoard's reader.
 
-    tensorboard_readback.py TCGD_ANALYZE GOLDEN_TENSOR_DIR HISTOGRAM_SAMPLE
+    tensorboard_readback.py TCGD_ANALYZE GOLDEN_TENSOR_DIR HISTOGRAM_SAMPLE RECORDED_SAMPLE
 
 Exports tests/golden/tensor/stale-input/{graph,eager}.tcgd-tensor, reads the
 event files with tensorboard's EventAccumulator (which checks the TFRecord
@@ -13,7 +13,11 @@ kernel's invocation) with statistics recomputed here from
 --tag-prefix and the --histograms note, and reads the histograms that
 HISTOGRAM_SAMPLE (tcgd_tensorboard_histogram_sample) writes through the same
 event writer, checking them against TensorBoard's default buckets computed
-here.
+here. Exports the bundle with recorded values that RECORDED_SAMPLE
+(tcgd_tensorboard_recorded_sample) writes with --histograms and checks every
+histogram (num, min, max, sum, sum_squares, each bucket) against the values
+decoded here with numpy from the bytes the sample says it recorded, and the
+command's counts (histograms, no values, partial, unknown dtype).
 
 Needs the tensorboard Python package (scripts/setup-deps.sh installs it); it
 FAILS without it, so that CI cannot pass by skipping it.
@@ -22,6 +26,7 @@ import glob
 import json
 import math
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -37,6 +42,7 @@ def check(condition, message):
 
 
 try:
+    import numpy as np
     from tensorboard.backend.event_processing import event_accumulator
 except ImportError as error:
     print(f"FAIL: the tensorboard Python package is missing ({error}); run scripts/setup-deps.sh "
@@ -293,16 +299,166 @@ def histogram_case(sample, tmp):
     print(f"histograms: {len(cases)} read back and checked bucket by bucket")
 
 
+def decode(dtype, data):
+    """The elements of recorded bytes as float64, by the dtype's rules (a trailing partial element left out)."""
+    widths = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int8": 1, "uint8": 1, "int32": 4,
+              "int64": 8, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1}
+    width = widths[dtype]
+    data = data[:len(data) // width * width]
+    plain = {"float32": "<f4", "float16": "<f2", "float64": "<f8", "int8": "<i1", "uint8": "<u1", "int32": "<i4",
+             "int64": "<i8"}
+    if dtype in plain:
+        return np.frombuffer(data, plain[dtype]).astype(np.float64)
+    raw = np.frombuffer(data, np.uint8)
+    if dtype == "bool":
+        return (raw != 0).astype(np.float64)
+    if dtype == "bfloat16":
+        return (np.frombuffer(data, "<u2").astype(np.uint32) << 16).view("<f4").astype(np.float64)
+    if dtype == "float8_e5m2":  # the high byte of a float16
+        return (raw.astype(np.uint16) << 8).view("<f2").astype(np.float64)
+    # float8_e4m3fn: S.EEEE.MMM, bias 7, subnormals at E = 0, S.1111.111 NaN, no infinities.
+    e, m = ((raw >> 3) & 15).astype(np.int64), (raw & 7).astype(np.float64)
+    v = np.where(e == 0, m * 2.0 ** -9, (8 + m) * np.exp2(e - 10.0))
+    v = np.where((e == 15) & ((raw & 7) == 7), np.nan, v)
+    return np.where(raw & 0x80, -v, v)
+
+
+def check_histogram(h, values, label, limits):
+    """A written histogram against the finite `values`, bucket by bucket."""
+    check(h.num == len(values), f"{label}: num {h.num}, expected {len(values)}")
+    check(h.min == values.min() and h.max == values.max(), f"{label}: min/max {h.min} {h.max}, expected "
+          f"{values.min()} {values.max()}")
+    # Summed in element order, as the export does.
+    total = squares = 0.0
+    for v in values.tolist():
+        total += v
+        squares += v * v
+    check(math.isclose(h.sum, total, rel_tol=1e-12, abs_tol=1e-300), f"{label}: sum {h.sum}, expected {total}")
+    check(math.isclose(h.sum_squares, squares, rel_tol=1e-12, abs_tol=1e-300),
+          f"{label}: sum_squares {h.sum_squares}, expected {squares}")
+    # Dense counts in the default buckets: bucket i holds [limit(i-1), limit(i)).
+    index = np.minimum(np.searchsorted(np.array(limits), values, side="right"), len(limits) - 1)
+    dense = np.bincount(index, minlength=len(limits))
+    previous = -1
+    for limit, count in zip(h.bucket_limit, h.bucket):
+        if not check(limit in limits, f"{label}: limit {limit} not a default one"):
+            return
+        at = limits.index(limit)
+        expected = int(dense[previous + 1:at + 1].sum())
+        check(count == expected, f"{label}: buckets up to {limit} hold {count}, expected {expected}")
+        previous = at
+    check(int(dense[previous + 1:].sum()) == 0, f"{label}: values beyond the last written bucket")
+
+
+def recorded_case(tool, recorded_sample, tmp):
+    path = os.path.join(tmp, "recorded.tcgd-tensor")
+    manifest_path = os.path.join(tmp, "recorded.jsonl")
+    run(recorded_sample, path, manifest_path)
+    recorded = {}
+    for line in open(manifest_path):
+        r = json.loads(line)
+        recorded[(r["site"], r["exec"], r["range"])] = r
+    b = Bundle(tool, path)
+    out = os.path.join(tmp, "recorded")
+    result = run(tool, "export", "tensorboard", path, "-o", out, "--step-point", "none", "--histograms")
+    check_framing(glob.glob(os.path.join(out, "events.out.tfevents.*"))[0])
+    acc = event_accumulator.EventAccumulator(out, size_guidance={event_accumulator.SCALARS: 0,
+                                                                 event_accumulator.HISTOGRAMS: 0})
+    acc.Reload()
+    histograms = {}
+    for tag in acc.Tags()["histograms"]:
+        for e in acc.Histograms(tag):
+            check((tag, e.step) not in histograms, f"recorded: {tag} at step {e.step} twice")
+            histograms[(tag, e.step)] = e
+    scalar_times = {}
+    for tag in acc.Tags()["scalars"]:
+        for e in acc.Scalars(tag):
+            scalar_times[(tag, e.step)] = e.wall_time
+    # The expected histograms: every exported observation (the captured
+    # sites' ranges, step = replay index) with recorded bytes of a known dtype
+    # and a finite value among them.
+    limits = default_limits()
+    expected, exported = {}, 0
+    no_values = partial = unknown = no_finite = 0
+    seen = {}
+    for s in sorted(b.sites.values(), key=lambda s: (s["capture"], s["node"])):
+        name = b.kernel(s)["name"]
+        position = seen.get(name, 0)
+        seen[name] = position + 1
+        for r in s["ranges"]:
+            base = f"{b.name(s)}[{position}]/{argument(b.kernel(s), r)}"
+            for (site, exec_, rng), o in b.observations.items():
+                if site != s["site"] or rng != r["index"]:
+                    continue
+                exported += 1
+                rec = recorded.get((site, exec_, rng))
+                if rec is None or not rec["hex"]:
+                    no_values += 1
+                    continue
+                if rec["dtype"] == "unknown":
+                    unknown += 1
+                    continue
+                data = bytes.fromhex(rec["hex"])
+                if len(data) < rec["range_bytes"] or rec["limit"] > len(data):
+                    partial += 1
+                values = decode(rec["dtype"], data)
+                values = values[np.isfinite(values)]
+                if len(values) == 0:
+                    no_finite += 1
+                    continue
+                expected[(f"{base}/values", exec_)] = (values, f"{base}/numel")
+    check(set(histograms) == set(expected), f"recorded: histograms {sorted(set(histograms) ^ set(expected))} "
+          f"differ from the expected ones")
+    for (tag, step), (values, scalar_tag) in expected.items():
+        event = histograms.get((tag, step))
+        if event is None:
+            continue
+        check(event.wall_time == scalar_times.get((scalar_tag, step)), f"{tag}@{step}: not at its scalars' time")
+        check_histogram(event.histogram_value, values, f"{tag}@{step}", limits)
+    check(no_values == 1 and partial == 2 and unknown == 3 and no_finite == 1,
+          f"recorded sample: unexpected shape ({no_values} without values, {partial} partial, {unknown} unknown, "
+          f"{no_finite} without a finite value)")
+    summary = re.search(r"histograms +(\d+) written .*? of (\d+) observations exported; (\d+) of them partial .*\n"
+                        r" +no histogram (\d+) without recorded values, (\d+) of unknown dtype, (\d+) without a "
+                        r"finite value", result.stdout)
+    if check(summary, f"recorded: no histogram summary: {result.stdout}"):
+        got = tuple(int(x) for x in summary.groups())
+        want = (len(expected), exported, partial, no_values, unknown, no_finite)
+        check(got == want, f"recorded: summary says {got}, expected {want}")
+    check("holds no recorded values" not in result.stderr, f"recorded: a no-values note: {result.stderr}")
+
+    # --kernel and --max-series hold for the histograms as for the scalars.
+    out = os.path.join(tmp, "recorded-mixed")
+    run(tool, "export", "tensorboard", path, "-o", out, "--step-point", "none", "--histograms", "--kernel", "mixed")
+    acc = event_accumulator.EventAccumulator(out, size_guidance={event_accumulator.HISTOGRAMS: 0})
+    acc.Reload()
+    tags = acc.Tags()["histograms"]
+    want = {t for t, _ in expected if t.startswith("mixed")}
+    check(set(tags) == want and want, f"--kernel mixed: histogram tags {sorted(tags)}")
+    out = os.path.join(tmp, "recorded-capped")
+    run(tool, "export", "tensorboard", path, "-o", out, "--step-point", "none", "--histograms", "--max-series", "1")
+    acc = event_accumulator.EventAccumulator(out, size_guidance={event_accumulator.HISTOGRAMS: 0,
+                                                                 event_accumulator.SCALARS: 0})
+    acc.Reload()
+    series = {t.rsplit("/", 1)[0] for t in acc.Tags()["scalars"]}
+    check(len(series) == 1 and all(t.rsplit("/", 1)[0] in series for t in acc.Tags()["histograms"]),
+          f"--max-series 1: histograms {acc.Tags()['histograms']} beyond the series {series}")
+    print(f"recorded: {len(histograms)} histograms read back and checked bucket by bucket against numpy; "
+          f"{no_values} without values, {partial} partial, {unknown} of unknown dtype, {no_finite} without a "
+          f"finite value")
+
+
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 5:
         print(__doc__)
         return 2
-    tool, golden, sample = sys.argv[1], sys.argv[2], sys.argv[3]
+    tool, golden, sample, recorded_sample = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
     with tempfile.TemporaryDirectory(prefix="tcgd-tb-") as tmp:
         graph_case(tool, golden, tmp)
         eager_case(tool, golden, tmp)
         options_case(tool, golden, tmp)
         histogram_case(sample, tmp)
+        recorded_case(tool, recorded_sample, tmp)
     for failure in FAILURES[:40]:
         print("FAIL:", failure)
     if FAILURES:

@@ -281,12 +281,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRule{"fingerprint:kernal=~x",
                 "rule 1: unknown key 'kernal' (did you mean 'kernel'? expected one of kernel, "
                 "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, "
-                "bytes, run-bytes, values, reference, rtol, atol)"},
+                "bytes, run-bytes, values, reference, rtol, atol, probes)"},
         BadRule{"fingerprint:size=1",
                 "rule 1: unknown key 'size' (expected one of kernel, exclude, invocations, when, "
                 "graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values, "
-                "reference, rtol, atol)"},
+                "reference, rtol, atol, probes)"},
         BadRule{"fingerprint:bytes=1M", "rule 1: bytes= is an option of record (record:bytes=N)"},
+        BadRule{"record:probes=some", "rule 1: probes=some: expected on, off or only"},
         BadRule{"print:run-bytes=1G", "rule 1: run-bytes= is an option of record (record:run-bytes=N)"},
         BadRule{"record:values=4", "rule 1: values= is an option of print (print:values=N)"},
         BadRule{"record:bytes=1X",
@@ -452,6 +453,27 @@ TEST(CompiledProbeRules, SelectTakesTheFirstRuleWhoseConditionsHold) {
   // No bit, no rule, whatever else holds.
   LaunchFacts none;
   EXPECT_EQ(c.select(none), -1);
+}
+
+// probes=: explicit probes (tcgd_probe) are selected by every rule unless it
+// says probes=off; probes=only selects nothing else.
+TEST(CompiledProbeRules, ProbesOnOffOnly) {
+  CompiledProbeRules c;
+  compile(&c, "record:probes=only;print:kernel=~hidden,probes=off;fingerprint");
+  LaunchFacts probe;
+  probe.kernel_mask = c.matchKernel("hidden/after_scale");
+  probe.explicit_probe = true;
+  ASSERT_EQ(probe.kernel_mask, 0b111u);
+  EXPECT_EQ(c.select(probe), 0);
+  LaunchFacts kernel = probe;
+  kernel.explicit_probe = false;
+  EXPECT_EQ(c.select(kernel), 1);  // not rule 1 (probes only)
+  CompiledProbeRules off;
+  compile(&off, "fingerprint:probes=off");
+  EXPECT_EQ(off.select(probe), -1);
+  EXPECT_EQ(off.select(kernel), 0);
+  EXPECT_EQ(parse("record:probes=only").rules.at(0).probes, ProbeRule::Probes::kOnly);
+  EXPECT_EQ(parse("record").rules.at(0).probes, ProbeRule::Probes::kOn);
 }
 
 TEST(CompiledProbeRules, ReplayWindowCoversEverySelectingRule) {

@@ -431,7 +431,7 @@ TEST_F(TensorPipeline, RecordCopiesTheBytesOfTheEagerLaunchAndOfEveryReplay) {
       {TCGD_ANALYZE_BIN, "tensor", "values", run.tensor_bundle, "--site", captured, "--count", "3", "--compare-exec", "1"},
       cleanEnvironment({}));
   EXPECT_EQ(values.exitCode(), 1) << values.out << values.err;  // 3 against 9: a difference
-  EXPECT_NE(values.out.find("site " + captured + " exec 0 range 0 float32: 4096 of 4096 bytes recorded: [3, 3, 3, ...]"),
+  EXPECT_NE(values.out.find("site " + captured + " (scale<float> #1, graph 0) exec 0 range 0 float32: 4096 of 4096 bytes recorded: [3, 3, 3, ...]"),
             std::string::npos)
       << values.out;
   EXPECT_NE(values.out.find("against exec 1: mismatch"), std::string::npos) << values.out;
@@ -440,6 +440,98 @@ TEST_F(TensorPipeline, RecordCopiesTheBytesOfTheEagerLaunchAndOfEveryReplay) {
        "--compare-exec", "2"},
       cleanEnvironment({}));
   EXPECT_EQ(same.exitCode(), 0) << same.out << same.err;  // the set writes 1.5 in every replay
+}
+
+// Explicit probes (tcgd_probe): named tensors observed in eager code and in
+// every replay of the graph that captured the call, with their shape and
+// strides, keyed by (name, invocation); probes=only leaves the kernels out;
+// what the agent refuses it says with a return code and does not observe.
+TEST_F(TensorPipeline, ExplicitProbesRecordNamedTensorsEagerlyAndInEveryReplay) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "record:probes=only", "probe");
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  EXPECT_EQ(run.values.at("rc_eager"), 0u);
+  EXPECT_EQ(run.values.at("rc_captured"), 0u);
+  EXPECT_EQ(run.values.at("rc_host_memory"), 5u);  // TCGD_UNKNOWN_MEMORY
+  EXPECT_EQ(run.values.at("rc_dims"), 3u);         // TCGD_INVALID
+  EXPECT_EQ(run.values.at("rc_too_big"), 3u);
+  const TensorBundle b = readTensorBundle(run.tensor_bundle);
+  ASSERT_TRUE(b.has_trailer);
+  EXPECT_TRUE(b.trailer.complete());
+  ASSERT_EQ(b.sites.size(), 4u);  // no kernel: probes=only
+  std::map<std::string, std::vector<const bundle::TensorSite*>> by_name;
+  for (const auto& site : b.sites) {
+    EXPECT_EQ(site.kind(), 5u);
+    const bundle::TensorKernel* k = b.kernel(site.function());
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(k->family(), 4u);
+    by_name[k->name()].push_back(&site);
+  }
+  ASSERT_EQ(by_name["a/after_scale"].size(), 2u);
+  ASSERT_EQ(by_name["hidden/b"].size(), 1u);
+  ASSERT_EQ(by_name["hidden/b_tail"].size(), 1u);
+  const bundle::TensorSite& eager = *by_name["a/after_scale"][0];
+  const bundle::TensorSite& again = *by_name["a/after_scale"][1];
+  EXPECT_EQ(eager.invocation(), 0u);
+  EXPECT_EQ(eager.capture(), 0u);
+  EXPECT_EQ(again.invocation(), 1u);
+  EXPECT_EQ(again.capture(), 1u);
+  ASSERT_EQ(eager.ranges_size(), 1);
+  EXPECT_TRUE(eager.ranges(0).shape_known());
+  EXPECT_EQ(std::vector<int64_t>(eager.ranges(0).shape().begin(), eager.ranges(0).shape().end()),
+            (std::vector<int64_t>{32, 32}));
+  EXPECT_EQ(std::vector<int64_t>(eager.ranges(0).strides().begin(), eager.ranges(0).strides().end()),
+            (std::vector<int64_t>{32, 1}));
+  EXPECT_EQ(eager.ranges(0).source(), 4u);
+  EXPECT_EQ(eager.ranges(0).dtype(), static_cast<uint32_t>(Dtype::kFloat32));
+  const bundle::TensorSite& tail = *by_name["hidden/b_tail"][0];
+  EXPECT_EQ(tail.ranges(0).ptr(), run.values.at("b") + (run.values.at("elements") - 16) * 4);
+  EXPECT_EQ(tail.ranges(0).bytes(), 64u);
+
+  const uint32_t n = static_cast<uint32_t>(run.values.at("elements"));
+  std::vector<float> a(n);
+  for (uint32_t i = 0; i < n; ++i) a[i] = 2.0f * static_cast<float>(i);
+  EXPECT_EQ(recorded(b, eager.site(), 0), bytesOf(a, n * 4));
+  for (uint32_t k = 0; k < 3; ++k) {
+    const float v = k == 0 ? 3.0f : k == 1 ? 9.0f : 27.0f;
+    EXPECT_EQ(recorded(b, by_name["hidden/b"][0]->site(), k), bytesOf(filled(n, v), n * 4)) << "replay " << k;
+    EXPECT_EQ(recorded(b, tail.site(), k), bytesOf(filled(16, v), 64)) << "replay " << k;
+    EXPECT_EQ(recorded(b, again.site(), k), bytesOf(a, n * 4)) << "replay " << k;
+  }
+  // Fingerprinted as well: the statistics of b's tail after replay 2.
+  for (const auto& row : b.of(tail.site()))
+    if (row.exec == 2) expectObservation(row, expected(filled(16, 27.0f)), "b's tail, replay 2");
+  ASSERT_FALSE(b.counters.empty());
+  EXPECT_EQ(b.counters.back().skipped().count("probes_unknown_memory"), 1u);
+  EXPECT_EQ(b.counters.back().skipped().at("probes_unknown_memory"), 1u);
+
+  // The analyzer names them and indexes their elements by their shape.
+  const RunResult values =
+      runProgram({TCGD_ANALYZE_BIN, "tensor", "values", run.tensor_bundle, "--name", "hidden/b_tail", "--exec", "2",
+                  "--count", "2", "--compare-exec", "0"},
+                 cleanEnvironment({}));
+  EXPECT_EQ(values.exitCode(), 1) << values.out << values.err;  // 27 against 3
+  EXPECT_NE(values.out.find("site " + std::to_string(tail.site()) +
+                            " (hidden/b_tail #0, graph 0) exec 2 range 0 float32 [4, 4]: 64 of 64 bytes recorded: "
+                            "[27, 27, ...]"),
+            std::string::npos)
+      << values.out;
+  EXPECT_NE(values.out.find("[0, 0]"), std::string::npos) << "the first mismatch by its 2-d index\n" << values.out;
+  const RunResult unknown = runProgram(
+      {TCGD_ANALYZE_BIN, "tensor", "values", run.tensor_bundle, "--name", "nothing"}, cleanEnvironment({}));
+  EXPECT_EQ(unknown.exitCode(), 2);
+  EXPECT_NE(unknown.err.find("--name 'nothing': no kernel or explicit probe of that name"), std::string::npos)
+      << unknown.err;
+
+  // print names a probe by its name and its shape.
+  TempDir printed_dir;
+  const ProgramRun printed = runUnderAgent(printed_dir, "print:kernel=hidden/b_tail,values=4", "probe");
+  ASSERT_EQ(printed.result.exitCode(), 0) << printed.result.err;
+  EXPECT_NE(printed.result.err.find("tcgd print: hidden/b_tail #0 graph 0 replay 1 float32 [4, 4]: min 9 max 9 mean 9 "
+                                    "std 0 zero 0 nan 0 inf 0/0 hash "),
+            std::string::npos)
+      << printed.result.err;
+  EXPECT_NE(printed.result.err.find("values [9, 9, 9, 9, ...]"), std::string::npos) << printed.result.err;
 }
 
 // bytes= cuts each observation, run-bytes= the run; both are counted and

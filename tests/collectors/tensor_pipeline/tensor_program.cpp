@@ -9,7 +9,7 @@
 // "workspace" first hands cuBLAS (a stand-in, fake_cublas.cpp, reached
 // through a library opened with dlopen(RTLD_LOCAL) as torch is) a workspace
 // and launches the kernel on it and on a pointer into it; "overlap" runs
-// overlapProgram instead (below).
+// overlapProgram instead (below); "probe" runs probeProgram (below).
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -109,6 +109,64 @@ int overlapProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, u
 
 }  // namespace
 
+// "probe": explicit probes (tcgd_probe, found with dlsym as a program that
+// runs with and without tcgd does) in eager code and inside a capture. a
+// holds i, b ones. Eager: a *= 2, then probe "a/after_scale" on a as a
+// 32x32 float32 tensor. Captured: b *= 3, probe "hidden/b" on b (1024), probe
+// "hidden/b_tail" on b's last 16 elements as 4x4 with strides 4,1, and probe
+// "a/after_scale" again (its invocation 1). Three replays: b = 3^(k+1)
+// after replay k. Also three calls the agent refuses, their return codes
+// printed: host memory, 17 dimensions, a shape larger than the bytes.
+int probeProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements) {
+  using ProbeFn = int (*)(const char*, const void*, uint64_t, int, int, const int64_t*, const int64_t*, void*);
+  auto probe = reinterpret_cast<ProbeFn>(dlsym(RTLD_DEFAULT, "tcgd_probe"));
+  if (probe == nullptr) return fail("dlsym tcgd_probe", CUDA_ERROR_NOT_FOUND);
+  CUresult r;
+  constexpr int kFloat32 = 1;
+  float two = 2.0f, three = 3.0f;
+  void* a2[] = {&a, &two};
+  void* b3[] = {&b, &three};
+  const uint32_t blocks = elements / 256;
+  if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, a2, nullptr)) != CUDA_SUCCESS)
+    return fail("a *= 2", r);
+  const int64_t square[] = {32, 32}, square_strides[] = {32, 1};
+  value("rc_eager", static_cast<uint64_t>(probe("a/after_scale", reinterpret_cast<void*>(a), elements * 4, kFloat32,
+                                                2, square, square_strides, s)));
+  if ((r = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL)) != CUDA_SUCCESS)
+    return fail("begin capture", r);
+  if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, b3, nullptr)) != CUDA_SUCCESS)
+    return fail("b *= 3", r);
+  const int64_t flat[] = {elements};
+  value("rc_captured", static_cast<uint64_t>(
+                           probe("hidden/b", reinterpret_cast<void*>(b), elements * 4, kFloat32, 1, flat, nullptr, s)));
+  const int64_t tail[] = {4, 4}, tail_strides[] = {4, 1};
+  (void)probe("hidden/b_tail", reinterpret_cast<void*>(b + (elements - 16) * 4), 64, kFloat32, 2, tail, tail_strides, s);
+  (void)probe("a/after_scale", reinterpret_cast<void*>(a), elements * 4, kFloat32, 2, square, square_strides, s);
+  CUgraph graph = nullptr;
+  if ((r = cuStreamEndCapture(s, &graph)) != CUDA_SUCCESS) return fail("end capture", r);
+  CUgraphExec exec = nullptr;
+  if ((r = cuGraphInstantiateWithFlags(&exec, graph, 0)) != CUDA_SUCCESS) return fail("instantiate", r);
+  constexpr int kReplays = 3;
+  for (int i = 0; i < kReplays; ++i)
+    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
+  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+  float host[16] = {};
+  const int64_t sixteen[] = {16};
+  value("rc_host_memory", static_cast<uint64_t>(probe("host", host, sizeof host, kFloat32, 1, sixteen, nullptr, s)));
+  int64_t dims[17];
+  for (int64_t& d : dims) d = 1;
+  value("rc_dims", static_cast<uint64_t>(probe("dims", reinterpret_cast<void*>(a), 4, kFloat32, 17, dims, nullptr, s)));
+  const int64_t too_big[] = {elements + 1};
+  value("rc_too_big", static_cast<uint64_t>(
+                          probe("big", reinterpret_cast<void*>(a), elements * 4, kFloat32, 1, too_big, nullptr, s)));
+  value("a", a);
+  value("b", b);
+  value("replays", kReplays);
+  value("elements", elements);
+  std::fflush(stdout);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const bool kill_self = argc > 1 && std::strcmp(argv[1], "kill") == 0;
   const bool manual_node = argc > 1 && std::strcmp(argv[1], "manual-node") == 0;
@@ -135,6 +193,7 @@ int main(int argc, char** argv) {
   if ((r = cuStreamCreate(&s, 0)) != CUDA_SUCCESS) return fail("cuStreamCreate", r);
 
   if (argc > 1 && std::strcmp(argv[1], "overlap") == 0) return overlapProgram(scale, s, a, b, kElements);
+  if (argc > 1 && std::strcmp(argv[1], "probe") == 0) return probeProgram(scale, s, a, b, kElements);
 
   if (argc > 1 && std::strcmp(argv[1], "workspace") == 0) {
     constexpr size_t kWorkspaceBytes = 65536;

@@ -11,6 +11,7 @@
 #include "cli/error.h"
 #include "export/tensorboard_events.h"
 #include "tensor/kernel_keys.h"
+#include "tensor/values/element_decode.h"
 
 namespace tcgd::analyze {
 namespace {
@@ -222,9 +223,63 @@ TensorboardExport planTensorboardExport(const TensorRun& run, const TensorboardO
   return out;
 }
 
-TensorboardWritten writeTensorboardScalars(const TensorRun& run, const TensorboardExport& plan,
-                                          const std::string& directory, uint64_t start_unix_ns,
-                                          uint64_t start_monotonic_ns) {
+std::unordered_set<uint64_t> exportedSiteIds(const TensorRun& run, const TensorboardExport& plan) {
+  std::unordered_set<uint64_t> ids;
+  for (const TensorboardPoint& p : plan.points) ids.insert(run.site(run.observations()[p.observation].site).id);
+  return ids;
+}
+
+TensorboardHistogramPlan planTensorboardHistograms(const TensorRun& run, const TensorboardExport& plan,
+                                                   const std::vector<RecordedRange>& recorded) {
+  TensorboardHistogramPlan out;
+  const auto keyOf = [](const RecordedRange& r) { return std::tie(r.site, r.exec, r.range); };
+  for (size_t i = 0; i < plan.points.size(); ++i) {
+    const Fingerprint& f = run.observations()[plan.points[i].observation];
+    RecordedRange want;
+    want.site = run.site(f.site).id;
+    want.exec = f.exec;
+    want.range = f.range;
+    const auto it = std::lower_bound(recorded.begin(), recorded.end(), want, [&](const RecordedRange& a,
+                                                                              const RecordedRange& b) {
+      return keyOf(a) < keyOf(b);
+    });
+    if (it == recorded.end() || keyOf(*it) != keyOf(want) || it->bytes.empty()) {
+      ++out.no_values;
+      continue;
+    }
+    const auto dtype = static_cast<tensor::Dtype>(it->dtype);
+    if (it->dtype >= static_cast<uint32_t>(tensor::Dtype::kCount) ||
+        element_decode::kindOf(dtype) == element_decode::Kind::kBytes) {
+      ++out.unknown_dtype;
+      continue;
+    }
+    TensorboardHistogram h;
+    h.point = static_cast<uint32_t>(i);
+    h.recorded = static_cast<uint32_t>(it - recorded.begin());
+    h.partial = it->bytes.size() < it->range_bytes || it->missing > 0;
+    if (h.partial) ++out.partial;
+    out.histograms.push_back(h);
+  }
+  return out;
+}
+
+uint64_t addRecordedValues(const RecordedRange& range, HistogramBuilder* histogram) {
+  if (range.dtype >= static_cast<uint32_t>(tensor::Dtype::kCount)) return 0;
+  const auto dtype = static_cast<tensor::Dtype>(range.dtype);
+  if (element_decode::kindOf(dtype) == element_decode::Kind::kBytes) return 0;
+  const element_decode::Tables& tables = element_decode::tables();
+  const uint32_t width = tensor::dtypeBytes(dtype);
+  const auto* data = reinterpret_cast<const uint8_t*>(range.bytes.data());
+  const uint64_t elements = range.bytes.size() / width;  // a trailing partial element is left out
+  for (uint64_t i = 0; i < elements; ++i) {
+    histogram->add(element_decode::anyAsDouble(dtype, element_decode::loadBits(data + i * width, width), tables));
+  }
+  return elements;
+}
+
+TensorboardWritten writeTensorboard(const TensorRun& run, const TensorboardExport& plan,
+                                    const TensorboardValues& values, const std::string& directory,
+                                    uint64_t start_unix_ns, uint64_t start_monotonic_ns) {
   const auto wallTime = [&](uint64_t time_ns) {
     if (start_unix_ns == 0) return static_cast<double>(time_ns) / 1e9;
     const auto unix_ns = static_cast<double>(start_unix_ns) +
@@ -235,31 +290,47 @@ TensorboardWritten writeTensorboardScalars(const TensorRun& run, const Tensorboa
   EventFileWriter writer(directory, eventFileName(start, run.info().host, fmt::format("tcgd-{}", run.info().pid)),
                          start);
   TensorboardWritten written;
-  std::vector<std::pair<std::string, double>> values;
+  std::vector<std::pair<std::string, double>> scalars;
+  HistogramBuilder histogram;
+  const std::vector<TensorboardHistogram> no_histograms;
+  const std::vector<TensorboardHistogram>& histograms =
+      values.plan != nullptr && values.recorded != nullptr ? values.plan->histograms : no_histograms;
+  size_t next_histogram = 0;
   const auto& points = plan.points;
   for (size_t i = 0; i < points.size();) {
     // One event per launch: its ranges' statistics share its step and time.
     const TensorboardPoint& first = points[i];
-    values.clear();
+    scalars.clear();
     size_t j = i;
     for (; j < points.size() && points[j].launch == first.launch && points[j].step == first.step; ++j) {
       const std::string& tag = plan.series[points[j].series].tag;
       for (const auto& [name, value] : fingerprintScalars(run.observations()[points[j].observation])) {
-        values.emplace_back(fmt::format("{}/{}", tag, name), value);
+        scalars.emplace_back(fmt::format("{}/{}", tag, name), value);
       }
     }
-    if (written.events == 0) {
+    if (written.scalar_events == 0) {
       written.first_step = written.last_step = first.step;
     }
     written.first_step = std::min(written.first_step, first.step);
     written.last_step = std::max(written.last_step, first.step);
-    writer.addScalars(first.step, wallTime(first.time_ns), values);
-    ++written.events;
+    const double wall_time = wallTime(first.time_ns);
+    writer.addScalars(first.step, wall_time, scalars);
+    ++written.scalar_events;
+    // Then the histograms of the same launch's ranges, each decoded on its
+    // own: no more than one observation's values are ever in flight.
+    for (; next_histogram < histograms.size() && histograms[next_histogram].point < j; ++next_histogram) {
+      const TensorboardHistogram& h = histograms[next_histogram];
+      histogram.clear();
+      addRecordedValues((*values.recorded)[h.recorded], &histogram);
+      const std::string tag = fmt::format("{}/values", plan.series[points[h.point].series].tag);
+      if (!writer.addHistogram(first.step, wall_time, tag, histogram)) ++written.histograms_empty;
+    }
     i = j;
   }
   written.path = writer.commit();
   written.events = writer.events();
   written.scalars = writer.scalars();
+  written.histograms = writer.histograms();
   written.bytes = writer.bytes();
   return written;
 }

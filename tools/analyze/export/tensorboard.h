@@ -28,21 +28,36 @@
 // the counts when they saturated; a hash-only range (dtype unknown) exports
 // numel only, its byte count; an incomplete observation (chunks lost) is
 // skipped and counted.
+//
+// Histograms (--histograms): every exported observation that a record rule
+// recorded gets one more event, the histogram (TensorBoard's default
+// buckets, tensorboard_events.h) of its recorded whole elements' finite
+// values, tagged {series}/values at the step and wall time of its scalars.
+// Its bytes are decoded as the range's dtype (float16, bfloat16 and both
+// float8 formats exactly, integers to the nearest double, bool 0 or 1), one
+// observation at a time, straight into the histogram. A partial recording
+// (the rule's bytes= below the range, or bytes that did not reach the
+// bundle) is histogrammed over the bytes recorded from the range's first up
+// to the first gap, and counted; a range of unknown dtype gets none.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <regex>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "model/recorded_values.h"
 #include "tensor/steps.h"
 #include "tensor/tensor_run.h"
 
 namespace tcgd::analyze {
 
 inline constexpr size_t kDefaultMaxSeries = 2000;
+
+class HistogramBuilder;  // tensorboard_events.h
 
 struct TensorboardOptions {
   std::optional<std::regex> kernel;  // only launches whose demangled name matches
@@ -92,18 +107,56 @@ std::vector<std::pair<const char*, double>> fingerprintScalars(const Fingerprint
 // The argument's name ("arg3", "arg0+280", "word16", "dst").
 std::string argumentName(const RunKernel& kernel, const SiteRange& range);
 
+// The bundle's ids (TensorPayload.site) of the exported points' sites: the
+// sites whose recorded values the histograms need (readRecorded's select).
+std::unordered_set<uint64_t> exportedSiteIds(const TensorRun& run, const TensorboardExport& plan);
+
+// One histogram to write: an exported point and its recorded values.
+struct TensorboardHistogram {
+  uint32_t point = 0;     // index into TensorboardExport::points
+  uint32_t recorded = 0;  // index into the recorded ranges
+  bool partial = false;   // fewer bytes than the range's
+};
+
+struct TensorboardHistogramPlan {
+  std::vector<TensorboardHistogram> histograms;  // in the points' order
+  uint64_t no_values = 0;      // exported observations with no recorded byte
+  uint64_t partial = 0;        // of the histograms, over fewer bytes than the range's
+  uint64_t unknown_dtype = 0;  // recorded, but of unknown dtype: no histogram
+};
+
+// Which exported observations get a histogram. `recorded` is readRecorded()'s
+// answer (in (site, exec, range) order); ranges of other sites or of
+// observations not exported are ignored.
+TensorboardHistogramPlan planTensorboardHistograms(const TensorRun& run, const TensorboardExport& plan,
+                                                   const std::vector<RecordedRange>& recorded);
+
+// Adds the recorded whole elements of `range`, decoded as its dtype, to
+// `histogram`; returns the elements decoded (0 for an unknown dtype).
+uint64_t addRecordedValues(const RecordedRange& range, HistogramBuilder* histogram);
+
+// The histograms to write with the scalars (--histograms).
+struct TensorboardValues {
+  const TensorboardHistogramPlan* plan = nullptr;
+  const std::vector<RecordedRange>* recorded = nullptr;
+};
+
 struct TensorboardWritten {
   std::string path;
   uint64_t events = 0, scalars = 0, bytes = 0;
+  uint64_t scalar_events = 0;
+  uint64_t histograms = 0;        // histogram events
+  uint64_t histograms_empty = 0;  // planned, but no finite element recorded: not written
   int64_t first_step = 0, last_step = 0;
 };
 
 // Writes the event file into `directory` (created when missing): one Event
-// per exported launch, holding the scalars of its ranges. Wall times are
+// per exported launch, holding the scalars of its ranges, followed by one
+// Event per histogram of its ranges when `values` is given. Wall times are
 // the launches' times on the job's clock (the bundle's header relates it to
 // Unix time: start_unix_ns at start_monotonic_ns; 0 and 0 when unknown).
-TensorboardWritten writeTensorboardScalars(const TensorRun& run, const TensorboardExport& plan,
-                                          const std::string& directory, uint64_t start_unix_ns,
-                                          uint64_t start_monotonic_ns);
+TensorboardWritten writeTensorboard(const TensorRun& run, const TensorboardExport& plan,
+                                    const TensorboardValues& values, const std::string& directory,
+                                    uint64_t start_unix_ns, uint64_t start_monotonic_ns);
 
 }  // namespace tcgd::analyze

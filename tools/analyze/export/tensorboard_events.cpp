@@ -67,51 +67,75 @@ const std::vector<double>& defaultBucketLimits() {
   return limits;
 }
 
-tensorboard::HistogramProto histogramOf(std::span<const double> values, uint64_t* nonfinite) {
-  const std::vector<double>& limits = defaultBucketLimits();
-  std::vector<double> counts(limits.size(), 0.0);
-  tensorboard::HistogramProto h;
-  double minimum = DBL_MAX, maximum = -DBL_MAX, sum = 0, sum_squares = 0;
-  uint64_t num = 0, skipped = 0;
-  for (const double v : values) {
-    if (!std::isfinite(v)) {
-      ++skipped;
-      continue;
-    }
-    // The first limit above v; DBL_MAX itself falls in the last bucket.
-    const size_t b = static_cast<size_t>(std::upper_bound(limits.begin(), limits.end(), v) - limits.begin());
-    counts[std::min(b, limits.size() - 1)] += 1;
-    minimum = std::min(minimum, v);
-    maximum = std::max(maximum, v);
-    sum += v;
-    sum_squares += v * v;
-    ++num;
+HistogramBuilder::HistogramBuilder() : counts_(defaultBucketLimits().size(), 0.0) {}
+
+void HistogramBuilder::add(double value) {
+  if (!std::isfinite(value)) {
+    ++nonfinite_;
+    return;
   }
-  if (nonfinite != nullptr) *nonfinite = skipped;
-  if (num == 0) return h;
-  h.set_min(minimum);
-  h.set_max(maximum);
-  h.set_num(static_cast<double>(num));
-  h.set_sum(sum);
-  h.set_sum_squares(sum_squares);
+  const std::vector<double>& limits = defaultBucketLimits();
+  // The first limit above the value; DBL_MAX itself falls in the last bucket.
+  const auto above = static_cast<size_t>(std::upper_bound(limits.begin(), limits.end(), value) - limits.begin());
+  const size_t b = std::min(above, limits.size() - 1);
+  counts_[b] += 1;
+  low_ = std::min(low_, b);
+  high_ = std::max(high_, b);
+  if (num_ == 0) {
+    minimum_ = maximum_ = value;
+  } else {
+    minimum_ = std::min(minimum_, value);
+    maximum_ = std::max(maximum_, value);
+  }
+  sum_ += value;
+  sum_squares_ += value * value;
+  ++num_;
+}
+
+void HistogramBuilder::clear() {
+  if (low_ <= high_) {
+    const auto first = counts_.begin() + static_cast<ptrdiff_t>(low_);
+    std::fill(first, first + static_cast<ptrdiff_t>(high_ - low_ + 1), 0.0);
+  }
+  low_ = SIZE_MAX;
+  high_ = 0;
+  minimum_ = maximum_ = sum_ = sum_squares_ = 0;
+  num_ = nonfinite_ = 0;
+}
+
+tensorboard::HistogramProto HistogramBuilder::proto() const {
+  const std::vector<double>& limits = defaultBucketLimits();
+  tensorboard::HistogramProto h;
+  if (num_ == 0) return h;
+  h.set_min(minimum_);
+  h.set_max(maximum_);
+  h.set_num(static_cast<double>(num_));
+  h.set_sum(sum_);
+  h.set_sum_squares(sum_squares_);
   // Each non-empty bucket as it is; each run of empty ones as one empty
   // bucket ending where the run ends, so the next bucket's lower edge stays
   // right. Trailing empty buckets are left out (nothing follows them).
-  size_t last = counts.size();
-  while (last > 0 && counts[last - 1] == 0) --last;
+  const size_t last = high_ + 1;
   for (size_t i = 0; i < last;) {
-    if (counts[i] != 0) {
+    if (counts_[i] != 0) {
       h.add_bucket_limit(limits[i]);
-      h.add_bucket(counts[i]);
+      h.add_bucket(counts_[i]);
       ++i;
       continue;
     }
-    while (i + 1 < last && counts[i + 1] == 0) ++i;
+    while (i + 1 < last && counts_[i + 1] == 0) ++i;
     h.add_bucket_limit(limits[i]);
     h.add_bucket(0);
     ++i;
   }
   return h;
+}
+
+tensorboard::HistogramProto histogramOf(std::span<const double> values, uint64_t* nonfinite) {
+  HistogramBuilder builder;
+  for (const double v : values) builder.add(v);
+  if (nonfinite != nullptr) *nonfinite = builder.nonfinite();
+  return builder.proto();
 }
 
 std::string eventFileName(double wall_time, std::string_view host, std::string_view suffix) {
@@ -183,14 +207,20 @@ void EventFileWriter::addScalars(int64_t step, double wall_time,
 
 bool EventFileWriter::addHistogram(int64_t step, double wall_time, const std::string& tag,
                                    std::span<const double> values) {
-  tensorboard::HistogramProto histogram = histogramOf(values);
+  HistogramBuilder builder;
+  for (const double v : values) builder.add(v);
+  return addHistogram(step, wall_time, tag, builder);
+}
+
+bool EventFileWriter::addHistogram(int64_t step, double wall_time, const std::string& tag,
+                                   const HistogramBuilder& histogram) {
   if (histogram.num() == 0) return false;
   event_.Clear();
   event_.set_wall_time(wall_time);
   event_.set_step(step);
   tensorboard::Summary::Value* v = event_.mutable_summary()->add_value();
   v->set_tag(tag);
-  *v->mutable_histo() = std::move(histogram);
+  *v->mutable_histo() = histogram.proto();
   addEvent(event_);
   ++histograms_;
   return true;

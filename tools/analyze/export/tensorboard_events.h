@@ -39,10 +39,30 @@ std::string tfRecord(std::string_view data);
 // The bucket limits above, in increasing order (1551 of them).
 const std::vector<double>& defaultBucketLimits();
 
-// The histogram of the finite values of `values` in the default buckets:
-// min, max, num, sum and sum of squares over them. NaN and +-Inf are left
-// out and counted in *nonfinite when given. No finite value: num 0, no
-// buckets.
+// A histogram in the default buckets built one value at a time, so that a
+// caller decoding a tensor need not hold its values: min, max, num, sum and
+// sum of squares over the finite values (summed in the order added). NaN and
+// +-Inf are left out and counted. Holds one count per bucket (12 KiB);
+// clear() makes it ready for the next histogram.
+class HistogramBuilder {
+ public:
+  HistogramBuilder();
+  void add(double value);
+  void clear();
+  uint64_t num() const { return num_; }  // finite values added
+  uint64_t nonfinite() const { return nonfinite_; }
+  // The histogram so far; no finite value: num 0, no buckets.
+  tensorboard::HistogramProto proto() const;
+
+ private:
+  std::vector<double> counts_;  // per bucket of defaultBucketLimits()
+  size_t low_ = SIZE_MAX, high_ = 0;  // the buckets touched: clear() resets only them
+  double minimum_ = 0, maximum_ = 0, sum_ = 0, sum_squares_ = 0;
+  uint64_t num_ = 0, nonfinite_ = 0;
+};
+
+// The histogram of the finite values of `values` (a HistogramBuilder fed
+// them in order). NaN and +-Inf are counted in *nonfinite when given.
 tensorboard::HistogramProto histogramOf(std::span<const double> values, uint64_t* nonfinite = nullptr);
 
 // "events.out.tfevents.<whole seconds>.<host>.<suffix>", the name
@@ -70,6 +90,8 @@ class EventFileWriter {
   // One Event holding the histogram of `values` (histogramOf()) under
   // `tag`. Nothing is written, and false returned, when no value is finite.
   bool addHistogram(int64_t step, double wall_time, const std::string& tag, std::span<const double> values);
+  // The same for a built histogram.
+  bool addHistogram(int64_t step, double wall_time, const std::string& tag, const HistogramBuilder& histogram);
   // Any event, framed as it is.
   void addEvent(const tensorboard::Event& event);
 

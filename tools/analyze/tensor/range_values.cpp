@@ -71,6 +71,16 @@ ElementView viewOf(const RecordedObservation& r, uint64_t bytes) {
   return v;
 }
 
+// An explicit probe's shape (its one range) when the whole range is
+// compared, so that indices are N-d as the program sees them; a prefix has
+// no shape to index it by.
+void shapeOf(const TensorRun& run, const RunSite& site, const RecordedObservation& r, ElementView* v) {
+  const ProbeShape* shape = run.probeShape(site);
+  if (shape == nullptr || r.range != 0 || v->bytes != r.range_bytes || v->dtype == tensor::Dtype::kUnknown) return;
+  v->shape = shape->shape.empty() ? std::vector<int64_t>{1} : shape->shape;
+  v->strides = shape->shape.empty() ? std::vector<int64_t>{1} : shape->strides;
+}
+
 // Recorded observations of argument `id` in launches of `side` before
 // `before`, most recent first, at most `limit`.
 void earlierRecorded(const ValueRuns& runs, int side, uint32_t before, const ArgumentId& id, size_t limit,
@@ -169,7 +179,11 @@ std::optional<RangeValues> compareRangeValues(const ValueRuns& runs, const uint3
   }
   v.range_bytes = range_bytes[0];
   v.compared_bytes = std::min(rec[0]->bytes.size(), rec[1]->bytes.size());
-  const ElementView reference = viewOf(*rec[0], v.compared_bytes), candidate = viewOf(*rec[1], v.compared_bytes);
+  ElementView reference = viewOf(*rec[0], v.compared_bytes), candidate = viewOf(*rec[1], v.compared_bytes);
+  for (int side = 0; side < 2; ++side) {
+    const TensorRun& run = runs.run(side);
+    shapeOf(run, run.site(run.launches()[launches[side]].site), *rec[side], side == 0 ? &reference : &candidate);
+  }
   v.elements = compareElements(reference, candidate, options.elements);
   v.agreement = agreementOf(fingerprint, v.elements);
   if (v.elements.status != ElementStatus::kMismatch) return v;

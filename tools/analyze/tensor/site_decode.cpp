@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "tensor/observation_decode.h"
@@ -30,13 +31,39 @@ bool readRepeated(Cursor& c, uint32_t wire, std::vector<uint32_t>* out) {
   return inner.ok;
 }
 
-bool readRange(const uint8_t* begin, const uint8_t* end, SiteRange* r) {
+// A repeated int64 field, packed or not, appended to *out.
+bool readRepeatedSigned(Cursor& c, uint32_t wire, std::vector<int64_t>* out) {
+  if (wire == kVarint) {
+    out->push_back(static_cast<int64_t>(c.varint()));
+    return c.ok;
+  }
+  if (wire != kLen) return c.skip(wire);
+  const uint64_t length = c.varint();
+  if (!c.ok || length > static_cast<uint64_t>(c.end - c.at)) return false;
+  Cursor inner{c.at, c.at + length};
+  while (inner.at < inner.end) out->push_back(static_cast<int64_t>(inner.varint()));
+  c.at += length;
+  return inner.ok;
+}
+
+// A range; an explicit probe's shape (fields 10-12) into *shape, with
+// *has_shape set when the range says it is known.
+bool readRange(const uint8_t* begin, const uint8_t* end, SiteRange* r, ProbeShape* shape, bool* has_shape) {
   Cursor c{begin, end};
   while (c.at < c.end) {
     const uint64_t tag = c.varint();
     if (!c.ok) return false;
     const auto field = static_cast<uint32_t>(tag >> 3);
     const auto wire = static_cast<uint32_t>(tag & 7);
+    if (field == 11 || field == 12) {
+      if (!readRepeatedSigned(c, wire, field == 11 ? &shape->shape : &shape->strides)) return false;
+      continue;
+    }
+    if (field == 10 && wire == kVarint) {
+      *has_shape = c.varint() != 0;
+      if (!c.ok) return false;
+      continue;
+    }
     if (wire != kVarint || field < 1 || field > 9) {
       if (!c.skip(wire)) return false;
       continue;
@@ -61,6 +88,7 @@ bool readRange(const uint8_t* begin, const uint8_t* end, SiteRange* r) {
 bool readSite(const uint8_t* begin, const uint8_t* end, TensorRunParts* parts, std::vector<uint32_t>* scratch_offsets,
               std::vector<uint32_t>* scratch_ranges, std::vector<uint32_t>* dims) {
   RunSite s;
+  std::optional<ProbeShape> probe_shape;
   s.first_range = static_cast<uint32_t>(parts->ranges.size());
   s.first_pointer = static_cast<uint32_t>(parts->pointers.size());
   scratch_offsets->clear();
@@ -76,7 +104,10 @@ bool readSite(const uint8_t* begin, const uint8_t* end, TensorRunParts* parts, s
       if (!c.ok || length > static_cast<uint64_t>(c.end - c.at)) return false;
       SiteRange r;
       r.param = 0;  // proto3: an absent field is 0
-      if (!readRange(c.at, c.at + length, &r)) return false;
+      ProbeShape shape;
+      bool has_shape = false;
+      if (!readRange(c.at, c.at + length, &r, &shape, &has_shape)) return false;
+      if (has_shape) probe_shape = std::move(shape);
       parts->ranges.push_back(r);
       c.at += length;
       continue;
@@ -103,7 +134,7 @@ bool readSite(const uint8_t* begin, const uint8_t* end, TensorRunParts* parts, s
       case 2: s.sequence = v; break;
       case 3: s.time_ns = v; break;
       case 4: s.tid = u32; break;
-      case 5: s.kind = u32 >= 1 && u32 <= 4 ? static_cast<LaunchKind>(u32) : LaunchKind::kKernel; break;
+      case 5: s.kind = u32 >= 1 && u32 <= 5 ? static_cast<LaunchKind>(u32) : LaunchKind::kKernel; break;
       case 6: s.function = v; break;
       case 7: s.invocation = v; break;
       case 8: s.stream = v; break;
@@ -130,6 +161,7 @@ bool readSite(const uint8_t* begin, const uint8_t* end, TensorRunParts* parts, s
   const size_t pointers = std::min(scratch_offsets->size(), scratch_ranges->size());
   for (size_t i = 0; i < pointers; ++i) parts->pointers.push_back(PointerWord{(*scratch_offsets)[i], (*scratch_ranges)[i]});
   s.pointer_count = static_cast<uint32_t>(pointers);
+  if (probe_shape) parts->probe_shapes[s.id] = std::move(*probe_shape);
   parts->sites.push_back(s);
   return true;
 }

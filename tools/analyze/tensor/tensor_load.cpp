@@ -125,7 +125,7 @@ void addSite(const bundle::TensorSite& s, TensorRunParts* parts) {
   site.sequence = s.sequence();
   site.time_ns = s.time_ns();
   site.tid = s.tid();
-  site.kind = s.kind() >= 1 && s.kind() <= 4 ? static_cast<LaunchKind>(s.kind()) : LaunchKind::kKernel;
+  site.kind = s.kind() >= 1 && s.kind() <= 5 ? static_cast<LaunchKind>(s.kind()) : LaunchKind::kKernel;
   site.function = s.function();
   site.invocation = s.invocation();
   site.stream = s.stream();
@@ -160,6 +160,11 @@ void addSite(const bundle::TensorSite& s, TensorRunParts* parts) {
     range.dtype = static_cast<uint8_t>(r.dtype());
     range.source = static_cast<uint8_t>(r.source());
     parts->ranges.push_back(range);
+    if (r.shape_known()) {
+      ProbeShape& shape = parts->probe_shapes[site.id];
+      shape.shape.assign(r.shape().begin(), r.shape().end());
+      shape.strides.assign(r.strides().begin(), r.strides().end());
+    }
   }
   site.first_pointer = static_cast<uint32_t>(parts->pointers.size());
   const int pointers = std::min(s.pointer_offsets_size(), s.pointer_ranges_size());

@@ -16,6 +16,7 @@ const char* launchKindName(LaunchKind kind) {
     case LaunchKind::kCooperative: return "cooperative";
     case LaunchKind::kCopy: return "copy";
     case LaunchKind::kSet: return "set";
+    case LaunchKind::kProbe: return "probe";
   }
   return "launch";
 }
@@ -35,6 +36,7 @@ TensorRun TensorRun::assemble(TensorRunParts parts) {
   run.counters_ = std::move(parts.counters);
   run.statuses_ = std::move(parts.statuses);
   run.params_ = std::move(parts.params);
+  run.probe_shapes_ = std::move(parts.probe_shapes);
   run.warnings_ = std::move(parts.warnings);
   run.recorded_ = std::move(parts.recorded);
   std::stable_sort(run.points_.begin(), run.points_.end(),
@@ -77,8 +79,9 @@ void TensorRun::resolveKernels() {
   std::unordered_map<uint64_t, uint32_t> by_function;
   for (uint32_t k = 0; k < kernels_.size(); ++k) {
     RunKernel& kernel = kernels_[k];
-    kernel.demangled = collectors::tensor::demangle(kernel.name);
-    kernel.short_name = collectors::tensor::shortName(kernel.demangled);
+    // An explicit probe's name is the program's, never mangled.
+    kernel.demangled = kernel.family == 4 ? kernel.name : collectors::tensor::demangle(kernel.name);
+    kernel.short_name = kernel.family == 4 ? kernel.name : collectors::tensor::shortName(kernel.demangled);
     if (kernel.short_name.empty()) kernel.short_name = kernel.demangled.empty() ? kernel.name : kernel.demangled;
     if (!by_function.emplace(kernel.function, k).second &&
         kernels_[by_function[kernel.function]].name != kernel.name) {

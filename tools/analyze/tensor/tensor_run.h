@@ -33,15 +33,15 @@ namespace tcgd::analyze {
 inline constexpr uint32_t kNone32 = std::numeric_limits<uint32_t>::max();
 
 // TensorSite.kind.
-enum class LaunchKind : uint8_t { kKernel = 1, kCooperative = 2, kCopy = 3, kSet = 4 };
-const char* launchKindName(LaunchKind kind);  // "kernel", "cooperative", "copy", "set"
+enum class LaunchKind : uint8_t { kKernel = 1, kCooperative = 2, kCopy = 3, kSet = 4, kProbe = 5 };
+const char* launchKindName(LaunchKind kind);  // "kernel", "cooperative", "copy", "set", "probe"
 
 struct RunKernel {
   uint64_t function = 0;   // the launch handle; pseudo handles 1..15 for copies and sets
   std::string name;        // as the driver names it (mangled); "memcpy HtoD" for pseudo kernels
   std::string demangled;   // filled by assemble()
   std::string short_name;  // filled by assemble(): for tables
-  uint32_t family = 0;     // 1 CUkernel, 2 CUfunction, 3 pseudo
+  uint32_t family = 0;     // 1 CUkernel, 2 CUfunction, 3 pseudo, 4 explicit probe (name: the probe's)
   uint32_t dtype = 0;      // tensor::Dtype inferred from the name
   uint32_t rules = 0;
   uint32_t param_status = 0;  // 0: the layout below is known
@@ -110,6 +110,14 @@ struct RunSite {
 
   bool captured() const { return capture != 0; }
   bool isCopyOrSet() const { return kind == LaunchKind::kCopy || kind == LaunchKind::kSet; }
+  bool isProbe() const { return kind == LaunchKind::kProbe; }
+};
+
+// An explicit probe's tensor (its one range): sizes and strides in elements
+// as the program gave them; no sizes is a 0-d tensor.
+struct ProbeShape {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
 };
 
 // Set by the loader (never in bundles) when a count did not fit in 32 bits:
@@ -295,6 +303,7 @@ struct TensorRunParts {
   std::vector<GraphRecord> graph_records;
   std::vector<RunPoint> points;
   std::unordered_map<uint64_t, std::string> params;  // params blob id -> raw bytes
+  std::unordered_map<uint64_t, ProbeShape> probe_shapes;  // site id -> an explicit probe's shape
   std::vector<TensorCounterFrame> counters;
   std::vector<ProbeStatus> statuses;
   std::vector<RecordedObservation> recorded;  // site resolved by assemble()
@@ -355,6 +364,11 @@ class TensorRun {
 
   // The raw parameter bytes of a site ("" when not recorded).
   std::string_view params(const RunSite& site) const;
+  // An explicit probe's shape, or nullptr (kernels, copies, sets).
+  const ProbeShape* probeShape(const RunSite& site) const {
+    const auto it = probe_shapes_.find(site.id);
+    return it == probe_shapes_.end() ? nullptr : &it->second;
+  }
 
   // Launches counted by kind.
   uint64_t eagerLaunches() const { return eager_launches_; }
@@ -384,6 +398,7 @@ class TensorRun {
   std::vector<TensorCounterFrame> counters_;
   std::vector<ProbeStatus> statuses_;
   std::unordered_map<uint64_t, std::string> params_;
+  std::unordered_map<uint64_t, ProbeShape> probe_shapes_;
   std::vector<RecordedObservation> recorded_;
   std::vector<uint32_t> recorded_launches_;
   std::vector<uint32_t> slots_;

@@ -5,10 +5,12 @@
 
 #include <regex>
 
+#include "bundle/bundle.h"
 #include "bundle_reader.h"
 #include "commands/commands.h"
 #include "commands/tensor/tensor_options.h"
 #include "export/tensorboard.h"
+#include "model/recorded_values.h"
 #include "tensor/tensor_load.h"
 
 namespace tcgd::analyze {
@@ -60,13 +62,35 @@ int runExportTensorboard(const ParsedArgs& args, Output& out) {
     options.steps_like = &*like;
   }
   const TensorboardExport plan = planTensorboardExport(run, options);
+  const bool histograms = args.flag("--histograms");
+  std::vector<RecordedRange> recorded;
+  TensorboardHistogramPlan histogram_plan;
+  if (histograms) {
+    // Only the exported sites' recorded bytes (--kernel, --max-series).
+    const std::unordered_set<uint64_t> sites = exportedSiteIds(run, plan);
+    if (!sites.empty()) {
+      recorded = readRecorded(Bundle::load(path), [&](uint64_t site) { return sites.count(site) != 0; });
+    }
+    histogram_plan = planTensorboardHistograms(run, plan, recorded);
+  }
   const auto [start_unix_ns, start_monotonic_ns] = bundleClock(path);
-  const TensorboardWritten written = writeTensorboardScalars(run, plan, *target, start_unix_ns, start_monotonic_ns);
+  const TensorboardWritten written =
+      writeTensorboard(run, plan, histograms ? TensorboardValues{&histogram_plan, &recorded} : TensorboardValues{},
+                       *target, start_unix_ns, start_monotonic_ns);
 
   std::string& text = out.buffer();
   fmt::format_to(std::back_inserter(text), "wrote {} ({} bytes)\n", written.path, written.bytes);
   fmt::format_to(std::back_inserter(text), "  series       {} ({} scalar values in {} events, steps {} to {})\n",
-                 plan.series.size(), written.scalars, written.events - 1, written.first_step, written.last_step);
+                 plan.series.size(), written.scalars, written.scalar_events, written.first_step, written.last_step);
+  if (histograms) {
+    fmt::format_to(std::back_inserter(text),
+                   "  histograms   {} written ({{series}}/values) of {} observations exported; {} of them partial "
+                   "(over the bytes recorded)\n",
+                   written.histograms, plan.points.size(), histogram_plan.partial);
+    fmt::format_to(std::back_inserter(text),
+                   "  no histogram {} without recorded values, {} of unknown dtype, {} without a finite value\n",
+                   histogram_plan.no_values, histogram_plan.unknown_dtype, written.histograms_empty);
+  }
   fmt::format_to(std::back_inserter(text), "  steps        {}\n", plan.steps_description);
   if (!options.kernel_text.empty()) {
     fmt::format_to(std::back_inserter(text), "  --kernel     '{}': {} launches of other kernels left out\n",
@@ -88,12 +112,12 @@ int runExportTensorboard(const ParsedArgs& args, Output& out) {
   }
   fmt::format_to(std::back_inserter(text), "open it: tensorboard --logdir {}\n", *target);
   out.flush();
-  if (args.flag("--histograms")) {
+  if (histograms && recorded.empty()) {
     // Histograms are of recorded values (the record action), which a
     // fingerprint bundle does not carry: say so rather than write none
     // silently.
-    printWarnings({"--histograms: the bundle holds no recorded values (fingerprints only: element values "
-                   "are recorded by TCGD_TENSOR=record): no histograms written"},
+    printWarnings({"--histograms: the bundle holds no recorded values of the exported launches (element "
+                   "values are recorded by TCGD_TENSOR=record): no histograms written"},
                   path);
   }
   stopWarning(run);
@@ -116,7 +140,9 @@ void registerExportTensorboardCommand(CommandRegistry& registry) {
                      fmt::format("Write at most N series, the first met (default {}; the rest are counted)",
                                  kDefaultMaxSeries)});
   options.push_back({"--tag-prefix", "TEXT", "Put TEXT before every tag (e.g. 'graph/')"});
-  options.push_back({"--histograms", "", "Also histograms of recorded values (says so when the bundle has none)"});
+  options.push_back({"--histograms", "",
+                     "Also a histogram of each exported observation's recorded values, '{series}/values' (says so "
+                     "when the bundle has none)"});
   registry.add(CommandSpec{
       .path = {"export", "tensorboard"},
       .summary = "A tensor bundle's statistics per step as TensorBoard scalars",
@@ -130,7 +156,9 @@ void registerExportTensorboardCommand(CommandRegistry& registry) {
           "replay index (warm-up iterations -W..-1), at step points the interval, with --steps-like the\n"
           "graph run's replay each eager iteration pairs with; a run without steps plots each\n"
           "'{kernel}/{argument}' over the kernel's invocations. Launches before the first step are\n"
-          "not exported. See docs/tensor-analysis.md, \"TensorBoard\".",
+          "not exported. --histograms adds, for every exported observation a record rule recorded,\n"
+          "the histogram of its finite values (TensorBoard's default buckets) as '{series}/values'.\n"
+          "See docs/tensor-analysis.md, \"TensorBoard\".",
       .arguments = {{"BUNDLE", "a tensor bundle (.tcgd-tensor)"}},
       .options = std::move(options),
       .exit_codes = "  0   event file written\n"

@@ -1,8 +1,8 @@
-// `tcgd-analyze tensor values BUNDLE [--site N] [--exec E] [--range R]
-// [--count N] [--compare-exec E2]`: the values a record rule (or print's
-// values=N) recorded, per observation, and optionally the element
-// comparison of two executions of the same site (a captured launch's
-// replays).
+// `tcgd-analyze tensor values BUNDLE [--name NAME] [--site N] [--exec E]
+// [--range R] [--count N] [--compare-exec E2]`: the values a record rule (or
+// print's values=N) recorded, per observation, named by its kernel or
+// explicit probe, and optionally the element comparison of two executions of
+// the same site (a captured launch's replays).
 #include <fmt/format.h>
 
 #include <cstring>
@@ -12,19 +12,42 @@
 #include "bundle/bundle.h"
 #include "commands/tensor/tensor_commands.h"
 #include "model/recorded_values.h"
+#include "tensor/tensor_load.h"
 #include "tensor/values/element_compare.h"
 #include "tensor/values/element_format.h"
 
 namespace tcgd::analyze {
 namespace {
 
-ElementView viewOf(const RecordedRange& r) {
+// What the run says of a site: its name, invocation, where it ran and, for
+// an explicit probe, its shape.
+struct SiteFacts {
+  std::string name;
+  uint64_t invocation = 0;
+  uint32_t capture = 0;  // ordinal + 1; 0 eager
+  const ProbeShape* shape = nullptr;
+};
+
+// A range's elements; an explicit probe's shape when all its bytes were
+// recorded (a prefix has no shape to index it by).
+ElementView viewOf(const RecordedRange& r, const SiteFacts* facts = nullptr) {
   ElementView v;
   v.data = r.bytes.data();
   v.bytes = r.bytes.size();
   v.dtype = r.dtype < static_cast<uint32_t>(tensor::Dtype::kCount) ? static_cast<tensor::Dtype>(r.dtype)
                                                                      : tensor::Dtype::kUnknown;
+  if (facts != nullptr && facts->shape != nullptr && r.range == 0 && r.bytes.size() == r.range_bytes &&
+      v.dtype != tensor::Dtype::kUnknown) {
+    v.shape = facts->shape->shape.empty() ? std::vector<int64_t>{1} : facts->shape->shape;
+    v.strides = facts->shape->shape.empty() ? std::vector<int64_t>{1} : facts->shape->strides;
+  }
   return v;
+}
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 std::string firstValues(const RecordedRange& r, size_t count) {
@@ -53,8 +76,20 @@ int runValues(const ParsedArgs& args, Output& out) {
   const size_t count = args.count("--count", 16, 0, 1'000'000'000);
   const auto against = args.value("--compare-exec");
   const uint64_t against_exec = against ? args.count("--compare-exec", 0, 0, UINT32_MAX) : 0;
-  const std::vector<RecordedRange> recorded =
-      readRecorded(bundle, [&](uint64_t s) { return !site || s == want_site; });
+  const auto name = args.value("--name");
+  // The run names the sites (the recorded bytes are read apart: the run
+  // keeps fingerprints only).
+  const TensorRun run = loadTensorRun(args.positional(0));
+  std::map<uint64_t, SiteFacts> facts;
+  for (const RunSite& s : run.sites()) {
+    const RunKernel& k = run.kernelOf(s);
+    if (name && k.name != *name && k.short_name != *name && k.demangled != *name) continue;
+    facts[s.id] = SiteFacts{k.family == 4 ? k.name : k.short_name, s.invocation, s.capture, run.probeShape(s)};
+  }
+  if (name && facts.empty()) throw AnalyzeError("--name '" + *name + "': no kernel or explicit probe of that name in " +
+                                                args.positional(0));
+  const std::vector<RecordedRange> recorded = readRecorded(
+      bundle, [&](uint64_t s) { return (!site || s == want_site) && (!name || facts.count(s) != 0); });
   std::map<std::tuple<uint64_t, uint32_t, uint32_t>, const RecordedRange*> by_key;
   for (const RecordedRange& r : recorded) by_key[{r.site, r.exec, r.range}] = &r;
   std::string& text = out.buffer();
@@ -64,9 +99,16 @@ int runValues(const ParsedArgs& args, Output& out) {
     if ((exec || against) && r.exec != want_exec) continue;
     if (range && r.range != want_range) continue;
     ++shown;
-    fmt::format_to(std::back_inserter(text), "site {} exec {} range {} {}: {} of {} bytes recorded{}: {}\n", r.site,
-                   r.exec, r.range, elementDtypeName(viewOf(r).dtype), r.bytes.size(), r.range_bytes,
-                   r.missing != 0 ? fmt::format(" ({} within its budget missing)", r.missing) : "",
+    const auto f = facts.find(r.site);
+    const SiteFacts* sf = f != facts.end() ? &f->second : nullptr;
+    const std::string who =
+        sf == nullptr ? std::string()
+                      : fmt::format(" ({} #{}, {})", sf->name, sf->invocation,
+                                    sf->capture == 0 ? std::string("eager") : fmt::format("graph {}", sf->capture - 1));
+    const std::string shape = sf != nullptr && sf->shape != nullptr && r.range == 0 ? " " + shapeText(sf->shape->shape) : "";
+    fmt::format_to(std::back_inserter(text), "site {}{} exec {} range {} {}{}: {} of {} bytes recorded{}: {}\n",
+                   r.site, who, r.exec, r.range, elementDtypeName(viewOf(r).dtype), shape, r.bytes.size(),
+                   r.range_bytes, r.missing != 0 ? fmt::format(" ({} within its budget missing)", r.missing) : "",
                    firstValues(r, count));
     if (!against) continue;
     const auto other = by_key.find({r.site, static_cast<uint32_t>(against_exec), r.range});
@@ -75,7 +117,7 @@ int runValues(const ParsedArgs& args, Output& out) {
       status = 1;
       continue;
     }
-    const ElementComparison c = compareElements(viewOf(r), viewOf(*other->second));
+    const ElementComparison c = compareElements(viewOf(r, sf), viewOf(*other->second, sf));
     fmt::format_to(std::back_inserter(text), "  against exec {}: {}\n{}", against_exec,
                    elementStatusName(c.status), elementComparisonText(c, "    "));
     if (!c.ok()) status = 1;
@@ -93,13 +135,15 @@ void registerTensorValuesCommand(CommandRegistry& registry) {
       .path = {"tensor", "values"},
       .summary = "The values a record rule recorded, per observation, and two replays compared",
       .description =
-          "Prints each recorded observation (site, execution, range) of the bundle: its dtype, the\n"
-          "bytes recorded of the range's, what its budget left missing, and its first elements.\n"
-          "--site, --exec and --range narrow it. --compare-exec E2 compares each shown observation\n"
+          "Prints each recorded observation (site, execution, range) of the bundle: its kernel or\n"
+          "explicit probe with its invocation and where it ran, its dtype (and an explicit probe's\n"
+          "shape), the bytes recorded of the range's, what its budget left missing, and its first\n"
+          "elements. --name, --site, --exec and --range narrow it. --compare-exec E2 compares each shown observation\n"
           "(of --exec, 0 by default) with the same site's and range's execution E2 element by\n"
           "element (a captured launch's replays), as compare-points compares recorded values.",
       .arguments = {{"BUNDLE", "a tensor bundle (.tcgd-tensor) written with a record rule"}},
-      .options = {{"--site", "N", "Only this site (TensorSite.site; dump --tensor sites lists them)"},
+      .options = {{"--name", "NAME", "Only the sites of this explicit probe or kernel (its name or short name)"},
+                  {"--site", "N", "Only this site (TensorSite.site; dump --tensor sites lists them)"},
                   {"--exec", "E", "Only this execution (a replay index; 0 for an eager launch)"},
                   {"--range", "R", "Only this range of the site"},
                   {"--count", "N", "Elements shown per observation (default 16)"},
