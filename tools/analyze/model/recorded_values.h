@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bundle/bundle.h"
@@ -22,6 +24,24 @@ struct RecordedRange {
   uint64_t limit = 0;        // bytes the observation records at most (bytes=, values=)
   std::string bytes;         // the recorded bytes from the range's first, up to the first gap
   uint64_t missing = 0;      // bytes within `limit` not recorded (cut by run-bytes=, dropped, torn)
+};
+
+// Joins TensorPayload pieces as they come, frame by frame, into one
+// RecordedRange per observation: for readers that stream the frames
+// themselves (the tensor analyses' loader, tensor/tensor_load.h).
+class RecordedJoiner {
+ public:
+  // The pieces of the sites `select` accepts (all when it is empty).
+  void add(const bundle::TensorPayloadBatch& batch, const std::function<bool(uint64_t site)>& select = {});
+  // The observations in (site, exec, range) order; the joiner is empty after.
+  std::vector<RecordedRange> finish();
+
+ private:
+  struct Pieces {
+    RecordedRange head;
+    std::map<uint64_t, std::string> by_offset;
+  };
+  std::map<std::tuple<uint64_t, uint32_t, uint32_t>, Pieces> found_;
 };
 
 // The recorded observations of the sites `select` accepts (all when it is

@@ -175,6 +175,11 @@ RunComparison compareLoadedRuns(TensorRun reference, TensorRun candidate, const 
 
   start = Clock::now();
   c.scan = scanDivergences(c.runs(), options.divergence);
+  c.metrics = options.divergence.metrics;
+  c.values = options.values;
+  // Recorded values of the divergences reported in full or listed.
+  if (c.scan.first) attachRangeValues(c.runs(), c.values, &c.scan.first->launch);
+  for (Divergence& d : c.scan.next) attachRangeValues(c.runs(), c.values, &d.launch);
   c.timings.scan_s = since(start);
   return c;
 }

@@ -26,6 +26,7 @@ inline constexpr const char* kRandomKernelPattern =
 struct AnalysisOptions {
   StepOptions steps;
   DivergenceOptions divergence;
+  ValueCompareOptions values;  // recorded values: --rtol, --atol, --equal-nan
   std::vector<std::string> random_patterns;  // --rng-kernels REGEX (POSIX extended), added to the defaults
   std::string ignore_pattern;                // --ignore-kernels REGEX
   // Below this share of compared launches with a counterpart the runs are
@@ -50,6 +51,10 @@ struct RunComparison {
   // How the pairing of steps was chosen, one line per trial.
   std::vector<std::string> pairing_trials;
   AnalysisTimings timings;
+  // The options the observations were compared under, for the verbs that
+  // compare more of them (compare-runs).
+  MetricOptions metrics;
+  ValueCompareOptions values;
 
   RunPair runs() const {
     return RunPair{*reference, *candidate, *keys, alignment, flows[0], flows[1], arguments[0], arguments[1], key_flags};

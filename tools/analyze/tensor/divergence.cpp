@@ -528,4 +528,20 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
   return scan;
 }
 
+void attachRangeValues(const RunPair& runs, const ValueCompareOptions& options, LaunchComparison* launch) {
+  if (launch->pair == kNone32 || !runs.alignment.pairs[launch->pair].both()) return;
+  const ValueRuns value_runs = runs.valueRuns();
+  if (!value_runs.any()) return;
+  const uint32_t launches[2] = {runs.launch(0, launch->pair), runs.launch(1, launch->pair)};
+  launch->values.clear();
+  for (RangeCompare& rc : launch->ranges) {
+    const uint32_t ranges[2] = {rc.reference_range, rc.candidate_range};
+    rc.values = kNone32;
+    std::optional<RangeValues> v = compareRangeValues(value_runs, launches, ranges, rc.after.verdict, options);
+    if (!v) continue;
+    rc.values = static_cast<uint32_t>(launch->values.size());
+    launch->values.push_back(std::move(*v));
+  }
+}
+
 }  // namespace tcgd::analyze

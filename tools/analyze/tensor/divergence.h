@@ -48,6 +48,7 @@
 #include "tensor/kernel_keys.h"
 #include "tensor/metrics.h"
 #include "tensor/params.h"
+#include "tensor/range_values.h"
 #include "tensor/tensor_run.h"
 
 namespace tcgd::analyze {
@@ -85,6 +86,7 @@ struct RangeCompare {
   uint32_t reference_writer = kNone32;  // launch index
   uint32_t candidate_writer = kNone32;
   FingerprintDiff before;
+  uint32_t values = kNone32;  // into LaunchComparison::values: recorded values (attachRangeValues)
 };
 
 // A ghost range of one side (arguments.h): a stale pointer word the kernel
@@ -102,6 +104,8 @@ struct LaunchComparison {
   // argument of the other side at that offset with that extent and dtype).
   std::vector<RangeCompare> ranges;
   std::vector<GhostRange> ghosts;  // filled with `detail`
+  // Recorded values of its ranges (on either side), by attachRangeValues.
+  std::vector<RangeValues> values;
   uint32_t equal = 0, different = 0, inconclusive = 0, unobserved = 0, unmatched = 0, ghost = 0;
 };
 
@@ -212,6 +216,10 @@ struct RunPair {
   const TensorRun& run(int side) const { return side == 0 ? reference : candidate; }
   const Dataflow& flow(int side) const { return side == 0 ? reference_flow : candidate_flow; }
   const ArgumentMap& arguments(int side) const { return side == 0 ? reference_arguments : candidate_arguments; }
+  ValueRuns valueRuns() const {
+    return ValueRuns{reference, candidate, keys, reference_arguments, candidate_arguments,
+                     &alignment.plans.reference, &alignment.plans.candidate};
+  }
   uint32_t launch(int side, uint32_t pair) const {
     return side == 0 ? alignment.pairs[pair].reference : alignment.pairs[pair].candidate;
   }
@@ -226,6 +234,11 @@ struct RunPair {
 LaunchComparison compareLaunches(const RunPair& runs, uint32_t pair, const MetricOptions& metrics, bool detail);
 
 DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& options);
+
+// Compares the recorded values of every range of `launch` that either run
+// recorded (range_values.h) and points its RangeCompare at them. Nothing
+// when neither run holds recorded values.
+void attachRangeValues(const RunPair& runs, const ValueCompareOptions& options, LaunchComparison* launch);
 
 // The cause of a diverging pair (exposed for tests; scanDivergences calls it).
 Divergence classifyDivergence(const RunPair& runs, LaunchComparison launch, const DivergenceOptions& options,

@@ -79,10 +79,8 @@ void count(PointComparison* c, PointStatus status) {
   }
 }
 
-// Where the status of a key both sides observed is settled. Fingerprints
-// decide it here; once bundles carry recorded values, the element-level
-// comparison (tools/analyze/tensor/values/element_compare.h) settles the
-// inconclusive ones (and names the elements of a mismatch) at this place.
+// Where the status of a key both sides observed is settled: by the
+// fingerprints (recorded values, compared after, stand beside it).
 void settleEntry(const TensorRun& reference, const TensorRun& candidate, const MetricOptions& metrics,
                  PointEntry* e) {
   const Fingerprint* a = e->reference_obs == kNone32 ? nullptr : &reference.observations()[e->reference_obs];
@@ -196,6 +194,7 @@ PointComparison PointComparer::compare(const RunPointSpan& rp, const RunPointSpa
       occurrence[side].push_back(seen[side][keys_.launchKeys(side)[l]]++);
   }
   std::vector<PointEntry> appended;
+  const ValueRuns value_runs{reference_, candidate_, keys_, arguments_[0], arguments_[1]};
   const auto keyOf = [&](int side, uint32_t launch, const RunSite& site, uint32_t i) {
     const TensorRun& run = side == 0 ? reference_ : candidate_;
     const RunPointSpan& p = side == 0 ? rp : cp;
@@ -273,6 +272,13 @@ PointComparison PointComparer::compare(const RunPointSpan& rp, const RunPointSpa
       e.candidate_launch = pair.candidate;
       e.candidate_obs = candidate_.find(lc.site, lc.exec, candidate_.rangesOf(sc)[j].index);
       settleEntry(reference_, candidate_, options_.metrics, &e);
+      if (value_runs.any()) {
+        const uint32_t launches[2] = {pair.reference, pair.candidate};
+        const uint32_t ranges[2] = {i, j};
+        if (std::optional<RangeValues> v =
+                compareRangeValues(value_runs, launches, ranges, e.diff.verdict, options_.values))
+          e.values = std::make_shared<const RangeValues>(std::move(*v));
+      }
       count(&out, e.status);
       out.entries.push_back(std::move(e));
     }

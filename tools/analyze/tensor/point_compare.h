@@ -20,14 +20,15 @@
 // inconclusive (the hashes differ but every statistic is within tolerance,
 // or a side has no observation of a range both launched), reference-only /
 // candidate-only (the launch, or that argument, is on one side only). The
-// statistics that differ are listed with both values. Element-level metrics
-// (mismatch counts, max abs/rel error, ULPs) need the recorded values; when a
-// bundle carries them, PointEntry::values is where they go
-// (tools/analyze/tensor/values/element_compare.h); with fingerprints alone
-// the status is decided as above.
+// statistics that differ are listed with both values. When both runs
+// recorded the values of a key's observations (a record rule), they are
+// compared element by element too (range_values.h: mismatch counts, max
+// abs/rel error, ULPs, what the values say about the cause) in
+// PointEntry::values; the status stays the fingerprints'.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@
 #include "tensor/analysis.h"
 #include "tensor/metrics.h"
 #include "tensor/points.h"
+#include "tensor/range_values.h"
 #include "tensor/tensor_run.h"
 
 namespace tcgd::analyze {
@@ -87,14 +89,15 @@ struct PointEntry {
   // How far off, for ranking the worst: count reasons first, then the
   // deciding statistic's excess over its bound.
   double severity = 0;
-  // Element-level metrics from recorded values (element_compare.h) belong
-  // beside `diff` once bundles carry values; point_compare.cpp's
-  // settleEntry() is where they would decide the status.
+  // Recorded values of either side, compared when both have them; null
+  // when neither run recorded this observation.
+  std::shared_ptr<const RangeValues> values;
 };
 
 struct PointCompareOptions {
   MetricOptions metrics;
   std::vector<std::string> random_patterns;  // --rng-kernels, added to kRandomKernelPattern
+  ValueCompareOptions values;                // recorded values: --rtol, --atol, --equal-nan
 };
 
 struct PointComparison {

@@ -12,6 +12,7 @@
 #include "bundle_reader.h"
 #include "cli/error.h"
 #include "event_codec.h"
+#include "model/recorded_values.h"
 #include "records/graph_records.h"
 #include "records/record_catalog.h"
 #include "records/tensor_records.h"
@@ -208,7 +209,8 @@ void addObservations(const bundle::TensorObservationBatch& b, std::vector<Finger
 }
 
 void absorbFrame(const bundle::Frame& frame, TensorRunParts* parts, std::vector<uint64_t>* site_ids,
-                 RecordReader& reader, std::unordered_map<uint64_t, std::string>* strings, uint64_t offset) {
+                 RecordReader& reader, std::unordered_map<uint64_t, std::string>* strings, RecordedJoiner* recorded,
+                 uint64_t offset) {
   TensorBundleInfo& info = parts->info;
   switch (frame.body_case()) {
     case bundle::Frame::kHeader: {
@@ -281,8 +283,10 @@ void absorbFrame(const bundle::Frame& frame, TensorRunParts* parts, std::vector<
       info.trailer_complete = frame.trailer().complete();
       info.end_reason = frame.trailer().end_reason();
       return;
+    case bundle::Frame::kTensorPayloads:  // recorded bytes, joined per observation at the end
+      recorded->add(frame.tensor_payloads());
+      return;
     case bundle::Frame::kModules:
-    case bundle::Frame::kTensorPayloads:  // recorded bytes: model/recorded_values.h reads them
     case bundle::Frame::kTensorCheck:  // the check action's result: info shows it
     case bundle::Frame::BODY_NOT_SET:
       return;
@@ -354,6 +358,7 @@ TensorRunParts loadTensorRunParts(const std::string& path) {
   parts.pointers.reserve(reader.fileSize() / 45);
   RecordReader records;
   std::unordered_map<uint64_t, std::string> strings;
+  RecordedJoiner recorded;
   std::string error;
   google::protobuf::ArenaOptions arena_options;
   arena_options.start_block_size = 1 << 20;
@@ -402,12 +407,24 @@ TensorRunParts loadTensorRunParts(const std::string& path) {
       parts.info.stop_reason = "the frame payload is not a valid tcgd.bundle.Frame";
       break;
     }
-    absorbFrame(frame, &parts, &site_ids, records, &strings, offset);
+    absorbFrame(frame, &parts, &site_ids, records, &strings, &recorded, offset);
     sites.sitesAdded(parts.sites);
     resolveRows(sites, first_row, site_ids, &parts);
   }
   for (const auto& [index, blob] : records.status_details) {
     if (const auto it = strings.find(blob); it != strings.end()) parts.statuses[index].detail = it->second;
+  }
+  for (RecordedRange& r : recorded.finish()) {
+    RecordedObservation o;
+    o.site_id = r.site;
+    o.exec = r.exec;
+    o.range = r.range;
+    o.dtype = r.dtype;
+    o.range_bytes = r.range_bytes;
+    o.limit = r.limit;
+    o.missing = r.missing;
+    o.bytes = std::move(r.bytes);
+    parts.recorded.push_back(std::move(o));
   }
   parts.info.frames = reader.framesRead();
   parts.info.file_size = reader.fileSize();

@@ -38,6 +38,7 @@ TensorRun TensorRun::assemble(TensorRunParts parts) {
   run.params_ = std::move(parts.params);
   run.probe_shapes_ = std::move(parts.probe_shapes);
   run.warnings_ = std::move(parts.warnings);
+  run.recorded_ = std::move(parts.recorded);
   std::stable_sort(run.points_.begin(), run.points_.end(),
                    [](const RunPoint& a, const RunPoint& b) { return a.sequence < b.sequence; });
   run.sortSites();
@@ -48,6 +49,7 @@ TensorRun TensorRun::assemble(TensorRunParts parts) {
   run.buildCaptures(parts.graph_records);
   run.buildSlots();
   run.buildLaunches();
+  run.indexRecorded();
   return run;
 }
 

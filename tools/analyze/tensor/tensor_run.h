@@ -273,6 +273,21 @@ struct TensorBundleInfo {
   bool complete() const { return has_trailer && trailer_complete && !stopped; }
 };
 
+// The bytes a record rule kept of one observation (TensorPayload frames,
+// joined in offset order by model/recorded_values.h): the range's first
+// `bytes.size()` bytes after the launch, as its fingerprint saw them.
+struct RecordedObservation {
+  uint64_t site_id = 0;       // as the bundle names it
+  uint32_t site = kNone32;    // index into TensorRun::sites() (assemble())
+  uint32_t exec = 0;
+  uint32_t range = 0;         // SiteRange::index
+  uint32_t dtype = 0;         // tensor::Dtype
+  uint64_t range_bytes = 0;   // the range's fingerprinted bytes
+  uint64_t limit = 0;         // bytes the rule records at most
+  uint64_t missing = 0;       // bytes within `limit` not recorded (cut, dropped, torn)
+  std::string bytes;
+};
+
 struct TensorRunParts {
   TensorBundleInfo info;
   std::vector<RunKernel> kernels;
@@ -291,6 +306,7 @@ struct TensorRunParts {
   std::unordered_map<uint64_t, ProbeShape> probe_shapes;  // site id -> an explicit probe's shape
   std::vector<TensorCounterFrame> counters;
   std::vector<ProbeStatus> statuses;
+  std::vector<RecordedObservation> recorded;  // site resolved by assemble()
   std::vector<std::string> warnings;
 };
 
@@ -339,6 +355,13 @@ class TensorRun {
     return index == kNone32 ? nullptr : &observations_[index];
   }
 
+  // Recorded values (a record rule): every recorded observation, in (site,
+  // exec, range) order; the one of (site, exec, range) or nullptr; the
+  // launches (indices into launches()) with at least one, in order.
+  const std::vector<RecordedObservation>& recorded() const { return recorded_; }
+  const RecordedObservation* findRecorded(uint32_t site, uint32_t exec, uint32_t range) const;
+  const std::vector<uint32_t>& recordedLaunches() const { return recorded_launches_; }
+
   // The raw parameter bytes of a site ("" when not recorded).
   std::string_view params(const RunSite& site) const;
   // An explicit probe's shape, or nullptr (kernels, copies, sets).
@@ -360,6 +383,7 @@ class TensorRun {
   void buildCaptures(const std::vector<GraphRecord>& records);
   void buildLaunches();
   void buildSlots();
+  void indexRecorded();
 
   TensorBundleInfo info_;
   std::vector<RunKernel> kernels_;
@@ -375,6 +399,8 @@ class TensorRun {
   std::vector<ProbeStatus> statuses_;
   std::unordered_map<uint64_t, std::string> params_;
   std::unordered_map<uint64_t, ProbeShape> probe_shapes_;
+  std::vector<RecordedObservation> recorded_;
+  std::vector<uint32_t> recorded_launches_;
   std::vector<uint32_t> slots_;
   uint64_t slot_count_ = 0;
   std::vector<std::string> warnings_;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
+#include <unordered_map>
 
 #include "tensor/tensor_run.h"
 
@@ -269,6 +271,54 @@ void TensorRun::buildLaunches() {
     ++eager_launches_;
   }
   while (next_replay < replays_.size()) emit_replay(static_cast<uint32_t>(next_replay++));
+}
+
+}  // namespace tcgd::analyze
+
+namespace tcgd::analyze {
+
+// Recorded observations name their site by id; after sortSites() the ids
+// map to indices. A run holds few of them (a record rule picks launches),
+// so they are found by binary search over (site, exec, range).
+void TensorRun::indexRecorded() {
+  if (recorded_.empty()) return;
+  std::unordered_map<uint64_t, uint32_t> by_id;
+  by_id.reserve(sites_.size());
+  for (uint32_t i = 0; i < sites_.size(); ++i) by_id.emplace(sites_[i].id, i);
+  size_t unknown = 0;
+  std::vector<RecordedObservation> known;
+  known.reserve(recorded_.size());
+  for (RecordedObservation& r : recorded_) {
+    const auto it = by_id.find(r.site_id);
+    if (it == by_id.end()) {
+      ++unknown;
+      continue;
+    }
+    r.site = it->second;
+    known.push_back(std::move(r));
+  }
+  if (unknown > 0)
+    warnings_.push_back(fmt::format("{} recorded observation(s) name a site the bundle does not describe; left out", unknown));
+  std::sort(known.begin(), known.end(), [](const RecordedObservation& a, const RecordedObservation& b) {
+    return std::tie(a.site, a.exec, a.range) < std::tie(b.site, b.exec, b.range);
+  });
+  recorded_ = std::move(known);
+  for (uint32_t l = 0; l < launches_.size(); ++l) {
+    const RunLaunch& launch = launches_[l];
+    const auto it = std::lower_bound(recorded_.begin(), recorded_.end(), std::pair{launch.site, launch.exec},
+                                     [](const RecordedObservation& r, const std::pair<uint32_t, uint32_t>& key) {
+                                       return std::tie(r.site, r.exec) < std::tie(key.first, key.second);
+                                     });
+    if (it != recorded_.end() && it->site == launch.site && it->exec == launch.exec) recorded_launches_.push_back(l);
+  }
+}
+
+const RecordedObservation* TensorRun::findRecorded(uint32_t site, uint32_t exec, uint32_t range) const {
+  const auto it = std::lower_bound(recorded_.begin(), recorded_.end(), std::tuple{site, exec, range},
+                                   [](const RecordedObservation& r, const std::tuple<uint32_t, uint32_t, uint32_t>& key) {
+                                     return std::tie(r.site, r.exec, r.range) < key;
+                                   });
+  return it != recorded_.end() && it->site == site && it->exec == exec && it->range == range ? &*it : nullptr;
 }
 
 }  // namespace tcgd::analyze

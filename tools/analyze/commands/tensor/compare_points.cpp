@@ -20,6 +20,7 @@ std::vector<OptionSpec> pointComparisonOptions() {
   std::vector<OptionSpec> more = {
       {"--rtol", "X", "Relative tolerance of floating dtypes (default torch.testing's per dtype)"},
       {"--atol", "X", "Absolute tolerance of floating dtypes (default torch.testing's per dtype)"},
+      {"--equal-nan", "", "Recorded values: NaN against NaN is a match (as torch.testing's equal_nan)"},
       {"--hash-only", "different|inconclusive",
        "What differing ranges of unknown dtype (hash only) are (default different: the bytes differ)"},
       {"--rng-kernels", "REGEX", "Also random-number kernels: demangled names matching REGEX (repeatable)"},
@@ -36,6 +37,7 @@ PointCompareOptions pointCompareOptions(const ParsedArgs& args, AnalysisOptions*
   PointCompareOptions options;
   options.metrics = analysis->divergence.metrics;
   options.random_patterns = analysis->random_patterns;
+  options.values = analysis->values;
   return options;
 }
 
@@ -107,7 +109,8 @@ void registerTensorComparePointsCommand(CommandRegistry& registry) {
           "(replay:N of the step graph, graph:G/replay:N) or a step (step:N, as first-divergence cuts\n"
           "them). The points' launches are aligned by kernel and order and each argument's fingerprint\n"
           "is compared: match, mismatch, inconclusive, reference-only or candidate-only, with the\n"
-          "statistics that differ. With --output DIR: report.txt, report.json, observations.csv and\n"
+          "statistics that differ, and values both recorded compared element by element. With\n"
+          "--output DIR: report.txt, report.json, observations.csv and\n"
           "report.html. docs/tensor-analysis.md, \"Points\".",
       .arguments = {{"REF", "the reference run (.tcgd-tensor)"},
                     {"CAND", "the candidate run (default REF)", true}},

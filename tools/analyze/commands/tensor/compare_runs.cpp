@@ -93,7 +93,8 @@ void registerTensorCompareRunsCommand(CommandRegistry& registry) {
       .description =
           "Aligns the runs as first-divergence does and lists the aligned observations that pass\n"
           "the filters: step, kernel, argument, role (input or output, from the dataflow),\n"
-          "verdict (equal, different, inconclusive, unobserved) and why, with both fingerprints.\n"
+          "verdict (equal, different, inconclusive, unobserved) and why, with both fingerprints, and\n"
+          "the element-level comparison of values both runs recorded.\n"
           "With --output DIR: report.txt, report.json, observations.csv, steps.csv and report.html.",
       .arguments = {{"EAGER", "the reference run (.tcgd-tensor)"}, {"GRAPH", "the candidate run (.tcgd-tensor)"}},
       .options = std::move(options),

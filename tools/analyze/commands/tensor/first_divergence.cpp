@@ -34,7 +34,9 @@ void registerTensorFirstDivergenceCommand(CommandRegistry& registry) {
           "statistics, torch.testing's tolerances per dtype). The first launch that differs is\n"
           "reported with its cause: upstream, stale input, missing write, control flow frozen at\n"
           "capture, a value baked in at capture, nondeterministic, this kernel; random-number\n"
-          "kernels are expected to differ and what they feed is set aside. With --output DIR:\n"
+          "kernels are expected to differ and what they feed is set aside. Arguments whose values both\n"
+          "runs recorded (a record rule) are also compared element by element, with what the values\n"
+          "say (a ratio, an offset, stale values of an earlier step, ...). With --output DIR:\n"
           "report.txt, report.json, divergences.csv, statistics.csv, steps.csv and report.html\n"
           "(a per-step, per-kernel divergence chart). docs/tensor-analysis.md explains every cause.",
       .arguments = {{"EAGER", "the reference run (.tcgd-tensor)"}, {"GRAPH", "the candidate run (.tcgd-tensor)"}},

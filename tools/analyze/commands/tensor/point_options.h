@@ -11,7 +11,7 @@
 
 namespace tcgd::analyze {
 
-// --step-point, --rtol, --atol, --hash-only, --rng-kernels, --limit,
+// --step-point, --rtol, --atol, --equal-nan, --hash-only, --rng-kernels, --limit,
 // --only-changed and the report output options.
 std::vector<OptionSpec> pointComparisonOptions();
 // Throws AnalyzeError for a value that does not parse; fills `analysis`

@@ -33,6 +33,7 @@ std::vector<OptionSpec> tensorComparisonOptions() {
        "Pair the first run's step A with the second's step B (and the N after; default all), numbered from 0"},
       {"--rtol", "X", "Relative tolerance of floating dtypes (default torch.testing's per dtype)"},
       {"--atol", "X", "Absolute tolerance of floating dtypes (default torch.testing's per dtype)"},
+      {"--equal-nan", "", "Recorded values: NaN against NaN is a match (as torch.testing's equal_nan)"},
       {"--hash-only", "different|inconclusive",
        "What differing ranges of unknown dtype (hash only) are (default different: the bytes differ)"},
       {"--rng-kernels", "REGEX",
@@ -59,6 +60,10 @@ AnalysisOptions analysisOptions(const ParsedArgs& args) {
   if (const auto steps = args.value("--steps")) options.steps.steps = *steps;
   if (args.value("--rtol")) options.divergence.metrics.rtol = tolerance(args, "--rtol");
   if (args.value("--atol")) options.divergence.metrics.atol = tolerance(args, "--atol");
+  // The recorded values are compared under the same tolerances.
+  options.values.elements.rtol = options.divergence.metrics.rtol;
+  options.values.elements.atol = options.divergence.metrics.atol;
+  options.values.elements.equal_nan = args.flag("--equal-nan");
   if (const auto hash_only = args.value("--hash-only")) {
     if (*hash_only != "different" && *hash_only != "inconclusive")
       throw AnalyzeError("--hash-only '" + *hash_only + "': expected different or inconclusive");

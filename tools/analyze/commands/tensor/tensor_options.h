@@ -10,12 +10,13 @@
 
 namespace tcgd::analyze {
 
-// --rtol, --atol, --hash-only, --rng-kernels, --ignore-kernels, --step-point,
-// --steps, --strict, --next.
+// --rtol, --atol, --equal-nan, --hash-only, --rng-kernels, --ignore-kernels,
+// --step-point, --steps, --strict, --next.
 std::vector<OptionSpec> tensorComparisonOptions();
 // --step-point only (the one-run verbs).
 std::vector<OptionSpec> tensorStepOptions();
-// Throws AnalyzeError for a value that does not parse.
+// Throws AnalyzeError for a value that does not parse. Reads only the
+// options the verb declares (ParsedArgs answers absent for the others).
 AnalysisOptions analysisOptions(const ParsedArgs& args);
 
 // The exit codes of the two-run verbs, for their --help.

@@ -7,6 +7,7 @@
 #include "report/tensor/comparison_report.h"
 #include "report/tensor/tensor_html.h"
 #include "report/tensor/tensor_text.h"
+#include "report/tensor/values_report.h"
 
 namespace tcgd::analyze {
 
@@ -70,12 +71,18 @@ void appendDivergence(const RunComparison& c, const Divergence& d, bool full, st
   if (!full || d.argument == kNone32) return;
   out->push_back('\n');
   appendStatistics(c, d.launch.ranges[d.argument], 4, out);
+  const RangeCompare& decides = d.launch.ranges[d.argument];
+  if (decides.values != kNone32) {
+    out->push_back('\n');
+    *out += valuesText(d.launch.values[decides.values], "  ");
+  }
   std::vector<std::string> others;
   for (size_t i = 0; i < d.launch.ranges.size(); ++i) {
     if (i == d.argument) continue;
     const RangeCompare& rc = d.launch.ranges[i];
-    others.push_back(fmt::format("{} {} {}", argumentText(rc.param, rc.offset), rangeRoleName(rc.role),
-                                 verdictName(rc.after.verdict)));
+    others.push_back(fmt::format("{} {} {}{}", argumentText(rc.param, rc.offset), rangeRoleName(rc.role),
+                                 verdictName(rc.after.verdict),
+                                 rc.values != kNone32 ? "; " + valuesSummary(d.launch.values[rc.values]) : ""));
   }
   if (!others.empty()) {
     out->push_back('\n');
@@ -144,6 +151,8 @@ Report firstDivergenceReport(const RunComparison& c) {
       const Divergence& d = s.next[i];
       appendLine(&t, 2, "{}. {}: {} in {}{}", i + 1, causeTitle(d.cause), pairKernel(c, d.pair), pairStepText(c, d.pair),
                  d.argument != kNone32 ? ", " + argumentOf(d) : "");
+      if (d.argument != kNone32 && d.launch.ranges[d.argument].values != kNone32)
+        appendLine(&t, 5, "{}", valuesSummary(d.launch.values[d.launch.ranges[d.argument].values]));
     }
   }
   if (!s.random_kernels.empty()) {
@@ -175,8 +184,8 @@ Report firstDivergenceReport(const RunComparison& c) {
                    : "");
     const uint32_t lr = sideLaunch(c, 0, s.first_inconclusive);
     appendLine(&t, 2,
-               "the bytes settle it: record that launch's arguments (a rule like "
-               "TCGD_TENSOR='record:kernel={},invocations={}' once tcgd records values; this build fingerprints)",
+               "the bytes settle it: record that launch's arguments in both runs (a rule like "
+               "TCGD_TENSOR='record:kernel={},invocations={}') and the comparison compares them element by element",
                pairKernel(c, s.first_inconclusive), c.reference->site(c.reference->launches()[lr].site).invocation);
   }
   if (c.alignment.missing + c.alignment.inserted > 0) {

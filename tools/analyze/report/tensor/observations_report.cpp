@@ -6,6 +6,7 @@
 #include "report/tensor/comparison_report.h"
 #include "report/tensor/tensor_html.h"
 #include "report/tensor/tensor_text.h"
+#include "report/tensor/values_report.h"
 
 namespace tcgd::analyze {
 
@@ -55,6 +56,7 @@ Report compareRunsReport(const RunComparison& c, const ObservationFilter& filter
                     "reference_nan", "candidate_nan", "reference_min", "candidate_min", "reference_max", "candidate_max",
                     "reference_sum", "candidate_sum"},
                    {}};
+  for (const char* column : kValuesColumns) rows.columns.push_back(column);
   std::string list;
   uint64_t matched_rows = 0;
   JsonWriter json(&report.json);
@@ -79,7 +81,8 @@ Report compareRunsReport(const RunComparison& c, const ObservationFilter& filter
     for (uint32_t p = step.first_pair; p < step.end_pair; ++p) {
       const LaunchPair& pair = c.alignment.pairs[p];
       if (!pair.both() || !kernelPasses(c, pair, filter)) continue;
-      const LaunchComparison lc = compareLaunches(runs, p, {}, true);
+      LaunchComparison lc = compareLaunches(runs, p, c.metrics, true);
+      attachRangeValues(runs, c.values, &lc);
       for (const RangeCompare& rc : lc.ranges) {
         const Verdict v = rc.after.verdict;
         if (rc.reference_range == kNone32 || rc.candidate_range == kNone32 || filter.verdicts.count(v) == 0) continue;
@@ -101,9 +104,12 @@ Report compareRunsReport(const RunComparison& c, const ObservationFilter& filter
                              cellOf(a, &Fingerprint::minimum), cellOf(b, &Fingerprint::minimum),
                              cellOf(a, &Fingerprint::maximum), cellOf(b, &Fingerprint::maximum),
                              cellOf(a, &Fingerprint::sum), cellOf(b, &Fingerprint::sum)});
+        const RangeValues* values = rc.values != kNone32 ? &lc.values[rc.values] : nullptr;
+        appendValuesCells(values, &rows.rows.back());
         appendLine(&list, 2, "{:>4} {:>4}  {:<28} {:<11} {:<7} {:<12} {}", step.reference_step, step.candidate_step,
                    kernel.substr(0, 28), argumentShort(rc.param), rangeRoleName(rc.role), verdictName(v),
                    verdictText(rc.after));
+        if (values != nullptr) list += valuesText(*values, "            ");
         json.beginObject();
         json.key("pair").value(p);
         json.key("reference");
@@ -119,6 +125,12 @@ Report compareRunsReport(const RunComparison& c, const ObservationFilter& filter
         fingerprintJson(a, json);
         json.key("candidate_fingerprint");
         fingerprintJson(b, json);
+        json.key("values");
+        if (values != nullptr) {
+          valuesJson(*values, json);
+        } else {
+          json.null();
+        }
         json.endObject();
       }
     }

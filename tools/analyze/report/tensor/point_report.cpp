@@ -7,6 +7,7 @@
 
 #include "report/json_writer.h"
 #include "report/tensor/tensor_text.h"
+#include "report/tensor/values_report.h"
 
 namespace tcgd::analyze {
 
@@ -132,6 +133,12 @@ void entryJson(const PointComparison& c, const PointEntry& e, JsonWriter& json) 
   fingerprintJson(obsOf(c.reference, e.reference_obs), json);
   json.key("candidate_fingerprint");
   fingerprintJson(obsOf(c.candidate, e.candidate_obs), json);
+  json.key("values");
+  if (e.values) {
+    valuesJson(*e.values, json);
+  } else {
+    json.null();
+  }
   json.endObject();
 }
 
@@ -153,6 +160,12 @@ std::vector<std::string> observationRow(const PointComparison& c, const PointEnt
           cell(a, &Fingerprint::minimum), cell(b, &Fingerprint::minimum), cell(a, &Fingerprint::maximum),
           cell(b, &Fingerprint::maximum), cell(a, &Fingerprint::sum), cell(b, &Fingerprint::sum),
           cell(a, &Fingerprint::sum_squares), cell(b, &Fingerprint::sum_squares), deltaNames(e.deltas)};
+}
+
+std::vector<std::string> observationRowWithValues(const PointComparison& c, const PointEntry& e) {
+  std::vector<std::string> row = observationRow(c, e);
+  appendValuesCells(e.values.get(), &row);
+  return row;
 }
 
 }  // namespace
@@ -218,6 +231,7 @@ Report comparePointsReport(const PointComparison& c, const PointReportOptions& o
   Report report;
   const PointStatus status = c.status();
   ReportTable rows{"observations", kObservationColumns, {}};
+  for (const char* column : kValuesColumns) rows.columns.push_back(column);
   JsonWriter json(&report.json);
   json.beginObject();
   json.key("schema").value("tcgd.tensor.compare-points");
@@ -263,11 +277,12 @@ Report comparePointsReport(const PointComparison& c, const PointReportOptions& o
     if (options.only_changed && e.status == PointStatus::kMatch) continue;
     ++eligible;
     entryJson(c, e, json);
-    rows.rows.push_back(observationRow(c, e));
+    rows.rows.push_back(observationRowWithValues(c, e));
     if (listed >= options.limit) continue;
     ++listed;
     appendLine(&list, 2, "{:<14} {:<9} {}: {}", pointStatusName(e.status), dtypeName(e.dtype), c.keyText(e.key),
                whyText(e.status, e.diff, e.deltas) + (e.random ? " (random numbers)" : ""));
+    if (e.values) list += valuesText(*e.values, "    ");
   }
   json.endArray();
   json.endObject();
@@ -293,6 +308,7 @@ Report comparePointsReport(const PointComparison& c, const PointReportOptions& o
       appendLine(&t, 2, "reference  {}", launchText(*c.reference, first->reference_launch));
     if (first->candidate_launch != kNone32)
       appendLine(&t, 2, "candidate  {}", launchText(*c.candidate, first->candidate_launch));
+    if (first->values) t += valuesText(*first->values, "  ", "values");
     t.push_back('\n');
   }
   if (!worst.empty()) {

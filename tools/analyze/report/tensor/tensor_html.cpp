@@ -7,6 +7,7 @@
 #include <map>
 
 #include "report/tensor/tensor_text.h"
+#include "report/tensor/values_report.h"
 
 namespace tcgd::analyze {
 
@@ -257,7 +258,14 @@ std::string comparisonHtml(const RunComparison& c, const std::string& verb) {
                      rangeRoleName(rc.role), htmlEscape(verdictText(rc.after)));
     }
     fmt::format_to(it, "<dt>why</dt><dd>{}</dd>\n</dl>\n", htmlEscape(causeText(c, d)));
-    if (d.argument != kNone32) statisticsTable(c, d.launch.ranges[d.argument], &out);
+    if (d.argument != kNone32) {
+      const RangeCompare& rc = d.launch.ranges[d.argument];
+      statisticsTable(c, rc, &out);
+      if (rc.values != kNone32) {
+        out += "<h3 id=\"values\">Recorded values, element by element</h3>\n";
+        out += valuesHtml(d.launch.values[rc.values]);
+      }
+    }
   }
   out += "<h2 id=\"map\">Divergence per step and kernel</h2>\n<p class=\"meta\">Observations that differ (red), that "
          "only the bytes could settle (amber), of random-number kernels (purple); columns are candidate steps, the "

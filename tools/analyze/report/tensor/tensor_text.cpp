@@ -9,6 +9,7 @@
 #include "collectors/tensor/fingerprint_abi.h"
 #include "report/format.h"
 #include "report/report_output.h"
+#include "report/tensor/values_report.h"
 #include "tensor/params.h"
 
 namespace tcgd::analyze::tensor_report {
@@ -396,6 +397,12 @@ void divergenceJson(const RunComparison& c, const Divergence& d, JsonWriter& jso
     fingerprintJson(rc.reference_obs == kNone32 ? nullptr : &c.reference->observations()[rc.reference_obs], json);
     json.key("candidate_fingerprint");
     fingerprintJson(rc.candidate_obs == kNone32 ? nullptr : &c.candidate->observations()[rc.candidate_obs], json);
+    json.key("values");
+    if (rc.values != kNone32) {
+      valuesJson(d.launch.values[rc.values], json);
+    } else {
+      json.null();
+    }
     json.endObject();
   }
   json.endArray();
