@@ -77,6 +77,23 @@ NarrowPlan planNarrowing(const RunComparison& c, uint32_t before, const std::str
     }
     p.launches.push_back(std::move(n));
   }
+  // The diverging launch's counterpart in the step before (the eager run's
+  // previous iteration, the graph's previous replay): what the values of a
+  // stale input are the same as (value_relations.h looks there).
+  const size_t step_index = static_cast<size_t>(&step - c.alignment.steps.data());
+  if (!stretch && step_index > 0) {
+    const StepAlignment& previous = c.alignment.steps[step_index - 1];
+    const uint32_t at = previous.first_pair + (d.pair - step.first_pair);
+    if (at < previous.end_pair && at < c.alignment.pairs.size()) {
+      const LaunchPair& lp = c.alignment.pairs[at];
+      const uint32_t launch[2] = {lp.reference, lp.candidate};
+      for (int side = 0; side < 2; ++side) {
+        if (launch[side] == kNone32) continue;
+        std::string rule = recordRule(*runs[side], launch[side], budget);
+        if (seen[side].insert(rule).second) rules[side].push_back(std::move(rule));
+      }
+    }
+  }
   for (int side = 0; side < 2; ++side) {
     for (const std::string& r : rules[side]) p.rules[side] += r + ";";
     p.rules[side] += "fingerprint";
