@@ -1,3 +1,4 @@
+#include "collectors/tensor/fingerprint_abi.h"
 #include "tensor_bundle_builder.h"
 
 #include <unistd.h>
@@ -281,7 +282,12 @@ uint64_t TensorBundleBuilder::launch(uint64_t function, std::vector<RangeSpec> r
     r->set_base(in.base != 0 ? in.base : in.ptr);
     r->set_dtype(in.dtype);
     r->set_source(in.source);
-    if (in.param >= 0) {
+    if (in.shape) {
+      r->set_shape_known(true);
+      for (const int64_t d : *in.shape) r->add_shape(d);
+      for (const int64_t d : in.strides) r->add_strides(d);
+    }
+    if (in.param >= 0 && kind != 5) {
       site.add_pointer_offsets(r->offset());
       site.add_pointer_ranges(static_cast<uint32_t>(i));
     }
@@ -388,6 +394,21 @@ std::string TensorBundleBuilder::floats(std::initializer_list<float> values) {
   std::string out(values.size() * sizeof(float), '\0');
   std::memcpy(out.data(), values.begin(), out.size());
   return out;
+}
+
+uint64_t TensorBundleBuilder::probe(uint64_t function, uint64_t ptr, const std::vector<int64_t>& shape,
+                                    uint32_t dtype) {
+  RangeSpec r;
+  r.ptr = ptr;
+  uint64_t elements = 1;
+  for (const int64_t d : shape) elements *= static_cast<uint64_t>(d);
+  r.bytes = elements * ::tcgd::tensor::dtypeBytes(static_cast<::tcgd::tensor::Dtype>(dtype));
+  r.dtype = dtype;
+  r.source = 4;
+  r.shape = shape;
+  r.strides.assign(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) r.strides[i - 1] = r.strides[i] * shape[i];
+  return launch(function, {r}, LaunchSpec{}, 5, open_capture_.has_value());
 }
 
 uint64_t TensorBundleBuilder::point(const std::string& name, const std::string& origin) {

@@ -49,7 +49,7 @@ inline constexpr uint32_t kDtypeFloat32 = 1;
 inline constexpr uint32_t kDtypeFloat16 = 2;
 inline constexpr uint32_t kDtypeInt64 = 9;
 // TensorKernel.family.
-inline constexpr uint32_t kFamilyKernel = 1, kFamilyFunction = 2, kFamilyPseudo = 3;
+inline constexpr uint32_t kFamilyKernel = 1, kFamilyFunction = 2, kFamilyPseudo = 3, kFamilyProbe = 4;
 // The stream launches and captures use unless told otherwise.
 inline constexpr uint64_t kTensorStream = 0x5100;
 
@@ -83,7 +83,10 @@ struct RangeSpec {
   int32_t param = 0;    // the parameter holding the pointer; -1: a copy's or set's destination
   uint64_t extent = 0;  // 0: `bytes`
   uint64_t base = 0;    // 0: `ptr`
-  uint32_t source = 1;  // 1 allocator block, 2 driver allocation, 3 copy or set destination
+  uint32_t source = 1;  // 1 allocator block, 2 driver allocation, 3 copy or set destination, 4 explicit probe
+  // An explicit probe's tensor: its shape and strides (TensorRange.shape).
+  std::optional<std::vector<int64_t>> shape;
+  std::vector<int64_t> strides;
 };
 
 // What a launch has besides its kernel and ranges.
@@ -131,6 +134,12 @@ class TensorBundleBuilder {
   // An eager copy of `bytes` to `dst` (a pseudo kernel "memcpy HtoD" unless
   // `function` names another): kind copy, its destination the one range.
   uint64_t eagerCopy(uint64_t dst, uint64_t bytes, uint64_t src, uint32_t copy_kind = 1);
+
+  // An explicit probe (tcgd_probe) of the pseudo kernel `function` (declared
+  // with kernel(function, NAME, kFamilyProbe)): kind 5, one range of `shape`
+  // (row-major strides) at `ptr`, no pointer words. Eager, or a node of the
+  // open capture when one is open.
+  uint64_t probe(uint64_t function, uint64_t ptr, const std::vector<int64_t>& shape, uint32_t dtype = kDtypeFloat32);
 
   // A stream capture begins on `stream`: cuStreamBeginCapture_v2 and
   // tensor_capture_begin. Returns its number (TensorSite.capture: the

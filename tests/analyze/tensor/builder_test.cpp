@@ -259,4 +259,67 @@ TEST(TensorOnRecorderBundles, RecordedValuesReadBack) {
   EXPECT_NE(r.out.find("against exec 0: mismatch"), std::string::npos) << r.out;
 }
 
+// Explicit probes: an eager run and a graph run of the same program, each
+// probing "hidden" (a 4x4 float32 tensor) per step, with values recorded;
+// the graph's probe holds twice eager's from replay 1 on. first-divergence
+// names the probe, compares the values with 2-d indices and finds the ratio.
+TEST(TensorOnRecorderBundles, ExplicitProbesDivergeByTheirNameWithNdIndices) {
+  ScratchDir dir;
+  constexpr uint64_t kHidden = (uint64_t{1} << 63) | 0x1234;
+  const auto hidden = [](float base, float factor) {
+    std::vector<float> v(16);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = factor * (base + static_cast<float>(i));
+    return v;
+  };
+  const auto bytesOf = [](const std::vector<float>& v) {
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+  };
+  TensorBundleBuilder eager;
+  eager.run("eager");
+  eager.kernel(kHidden, "hidden", kFamilyProbe, 0);
+  for (int step = 0; step < 3; ++step) {
+    eager.point("step");
+    const uint64_t site = eager.probe(kHidden, 0x5000, {4, 4});
+    const auto v = hidden(static_cast<float>(step + 1), 1.0f);
+    eager.observe(site, 0, 0, ObservationStats::of(v));
+    eager.record(site, 0, 0, bytesOf(v));
+  }
+  const std::string eager_path = eager.write(dir.file("eager.tcgd-tensor")).path;
+  TensorBundleBuilder graph;
+  graph.run("graph");
+  graph.kernel(kHidden, "hidden", kFamilyProbe, 0);
+  graph.captureBegin();
+  const uint64_t site = graph.probe(kHidden, 0x15000, {4, 4});
+  const uint64_t exec = graph.instantiate(graph.captureEnd());
+  for (int step = 0; step < 3; ++step) {
+    graph.point("step");
+    const uint32_t replay = graph.replay(exec);
+    const auto v = hidden(static_cast<float>(step + 1), step >= 1 ? 2.0f : 1.0f);
+    graph.observe(site, replay, 0, ObservationStats::of(v));
+    graph.record(site, replay, 0, bytesOf(v));
+  }
+  const std::string graph_path = graph.write(dir.file("graph.tcgd-tensor")).path;
+  const ToolResult r = runAnalyze({"tensor", "first-divergence", eager_path, graph_path, "--json"});
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  const JsonValue j = parsed(r);
+  const JsonValue& d = j["first_divergence"];
+  EXPECT_EQ(d["reference"]["kernel"].asString(), "hidden");
+  EXPECT_EQ(d["candidate_step"].asI64(), 1);
+  ASSERT_FALSE(d["arguments"].items.empty());
+  const JsonValue& values = d["arguments"][0]["values"];
+  EXPECT_EQ(values["presence"].asString(), "both");
+  EXPECT_EQ(values["comparison"]["mismatches"].asU64(), 16u);
+  // Indexed by the probe's shape: the first mismatch is [0, 0], the largest
+  // absolute error (at the last element) [3, 3].
+  ASSERT_EQ(values["comparison"]["max_abs_at"]["index"].size(), 2u);
+  EXPECT_EQ(values["comparison"]["max_abs_at"]["index"][0].asI64(), 3);
+  EXPECT_EQ(values["comparison"]["max_abs_at"]["index"][1].asI64(), 3);
+  EXPECT_EQ(values["relation"]["kind"].asString(), "ratio");
+  EXPECT_DOUBLE_EQ(std::stod(values["relation"]["factor"].text), 2.0);
+  const ToolResult v = runAnalyze({"tensor", "values", graph_path, "--name", "hidden", "--exec", "1"});
+  EXPECT_NE(v.out.find("(hidden #0, graph 0) exec 1 range 0 float32 [4, 4]: 64 of 64 bytes recorded: [4, 6, 8"),
+            std::string::npos)
+      << v.out;
+}
+
 }  // namespace tcgd::analyze::testing
