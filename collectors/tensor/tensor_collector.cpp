@@ -262,27 +262,60 @@ int kernelLaunched(const KernelLaunch& launch, CUresult result) {
 
 namespace {
 
+// What the three probe paths (launches, copies and sets, explicit probes)
+// decide alike before they look at the work: its capture state, its kernel
+// entry and invocation (counted whether probed or not), the rule that
+// selects it, the device and the thread's scratch.
+struct Selection {
+  enum class Outcome { kSelected, kNotSelected, kNotProbed };
+  Outcome outcome = Outcome::kNotSelected;
+  KernelInfo* kernel = nullptr;
+  CaptureFacts capture;
+  LaunchFacts facts;
+  uint64_t invocation = 0;
+  int rule = -1;
+  Scratch* scratch = nullptr;
+};
+
+Selection selectProbe(uint64_t handle, const char* probe_name, CUstream stream, bool per_thread, bool copy_or_set,
+                 bool explicit_probe) {
+  using Outcome = Selection::Outcome;
+  Selection s;
+  prepareDevice();
+  s.capture = captureFacts(stream, per_thread);
+  s.kernel = kernelFor(handle, probe_name);
+  if (s.kernel == nullptr) {
+    s.outcome = Outcome::kNotProbed;
+    return s;
+  }
+  if (s.kernel->rule_mask == 0) return s;
+  s.invocation = s.kernel->invocations != nullptr ? s.kernel->invocations->fetch_add(1, std::memory_order_relaxed) : 0;
+  if (s.capture.unknown) {
+    count(kSkipCaptureUnknown);
+    s.outcome = Outcome::kNotProbed;
+    return s;
+  }
+  s.facts.kernel_mask = s.kernel->rule_mask;
+  s.facts.invocation = s.invocation;
+  s.facts.captured = s.capture.captured;
+  s.facts.capture_ordinal = s.capture.ordinal;
+  s.facts.copy_or_set = copy_or_set;
+  s.facts.explicit_probe = explicit_probe;
+  s.rule = settings().rules.select(s.facts);
+  if (s.rule < 0) return s;
+  s.scratch = deviceReady(s.capture) ? scratch() : nullptr;
+  s.outcome = s.scratch != nullptr ? Outcome::kSelected : Outcome::kNotProbed;
+  return s;
+}
+
 // Probes one launch; false when it was not probed (the reasons counted).
 bool probeLaunch(const KernelLaunch& launch) {
-  prepareDevice();
-  const CaptureFacts capture = captureFacts(launch.stream, launch.per_thread);
-  KernelInfo* k = kernelFor(reinterpret_cast<uintptr_t>(launch.function));
-  if (k == nullptr || k->rule_mask == 0) return false;
-  const uint64_t invocation =
-      k->invocations != nullptr ? k->invocations->fetch_add(1, std::memory_order_relaxed) : 0;
-  if (capture.unknown) {
-    count(kSkipCaptureUnknown);
-    return false;
-  }
-  LaunchFacts facts;
-  facts.kernel_mask = k->rule_mask;
-  facts.invocation = invocation;
-  facts.captured = capture.captured;
-  facts.capture_ordinal = capture.ordinal;
-  const int rule = settings().rules.select(facts);
-  if (rule < 0 || !deviceReady(capture)) return false;
-  Scratch* sc = scratch();
-  if (sc == nullptr) return false;
+  const Selection sel = selectProbe(reinterpret_cast<uintptr_t>(launch.function), nullptr, launch.stream,
+                               launch.per_thread, false, false);
+  if (sel.outcome != Selection::Outcome::kSelected) return false;
+  KernelInfo* k = sel.kernel;
+  Scratch* sc = sel.scratch;
+  const int rule = sel.rule;
 
   // The parameters as the kernel receives them: by the layout from
   // kernelParams, or the packed buffer of `extra`.
@@ -333,14 +366,14 @@ bool probeLaunch(const KernelLaunch& launch) {
   }
 
   Probe p;
-  p.kernel = k;
+  p.kernel = sel.kernel;
   p.kind = launch.cooperative ? SiteKind::kCooperativeKernel : SiteKind::kKernel;
   p.stream = launch.stream;
   p.per_thread = launch.per_thread;
-  p.capture = capture;
-  p.invocation = invocation;
+  p.capture = sel.capture;
+  p.invocation = sel.invocation;
   p.rule = rule;
-  p.facts = facts;
+  p.facts = sel.facts;
   p.launch = &launch;
   p.params = sc->params;
   p.params_bytes = params_bytes;
@@ -355,26 +388,10 @@ namespace {
 
 bool probeDestination(uint64_t pseudo, SiteKind kind, uint64_t dst, uint64_t bytes, bool require_known,
                      CUstream stream, bool per_thread, uint64_t source, uint32_t copy_kind) {
-  prepareDevice();
-  const CaptureFacts capture = captureFacts(stream, per_thread);
-  KernelInfo* k = kernelFor(pseudo);
-  if (k == nullptr || k->rule_mask == 0) return false;
-  const uint64_t invocation =
-      k->invocations != nullptr ? k->invocations->fetch_add(1, std::memory_order_relaxed) : 0;
-  if (capture.unknown) {
-    count(kSkipCaptureUnknown);
-    return false;
-  }
-  LaunchFacts facts;
-  facts.kernel_mask = k->rule_mask;
-  facts.invocation = invocation;
-  facts.captured = capture.captured;
-  facts.capture_ordinal = capture.ordinal;
-  facts.copy_or_set = true;
-  const int rule = settings().rules.select(facts);
-  if (rule < 0 || !deviceReady(capture)) return false;
-  Scratch* sc = scratch();
-  if (sc == nullptr) return false;
+  const Selection sel = selectProbe(pseudo, nullptr, stream, per_thread, true, false);
+  if (sel.outcome != Selection::Outcome::kSelected) return false;
+  Scratch* sc = sel.scratch;
+  const int rule = sel.rule;
   const ProbeRule& r = settings().rules.rule(static_cast<size_t>(rule));
   ScanResult scan;
   scan.ranges = sc->ranges;
@@ -388,14 +405,14 @@ bool probeDestination(uint64_t pseudo, SiteKind kind, uint64_t dst, uint64_t byt
   if (r.dtype_given)
     for (uint32_t i = 0; i < scan.range_count; ++i) scan.ranges[i].dtype = static_cast<uint8_t>(r.dtype);
   Probe p;
-  p.kernel = k;
+  p.kernel = sel.kernel;
   p.kind = kind;
   p.stream = stream;
   p.per_thread = per_thread;
-  p.capture = capture;
-  p.invocation = invocation;
+  p.capture = sel.capture;
+  p.invocation = sel.invocation;
   p.rule = rule;
-  p.facts = facts;
+  p.facts = sel.facts;
   p.copy_bytes = bytes;
   p.copy_source = source;
   p.copy_kind = copy_kind;
@@ -444,28 +461,11 @@ int probeExplicit(const agent::ExplicitProbe& e) {
   interpose::ScopedNoRecord quiet;  // our driver calls are not the job's
   checkStop();
   const CUstream stream = static_cast<CUstream>(e.stream);
-  prepareDevice();
-  const CaptureFacts capture = captureFacts(stream, false);
-  KernelInfo* k = kernelFor(probeHandle(e.name), e.name);
-  if (k == nullptr) return TCGD_NOT_PROBED;
-  if (k->rule_mask == 0) return TCGD_NOT_SELECTED;
-  const uint64_t invocation =
-      k->invocations != nullptr ? k->invocations->fetch_add(1, std::memory_order_relaxed) : 0;
-  if (capture.unknown) {
-    count(kSkipCaptureUnknown);
-    return TCGD_NOT_PROBED;
-  }
-  LaunchFacts facts;
-  facts.kernel_mask = k->rule_mask;
-  facts.invocation = invocation;
-  facts.captured = capture.captured;
-  facts.capture_ordinal = capture.ordinal;
-  facts.explicit_probe = true;
-  const int rule = settings().rules.select(facts);
-  if (rule < 0) return TCGD_NOT_SELECTED;
-  if (!deviceReady(capture)) return TCGD_NOT_PROBED;
-  Scratch* sc = scratch();
-  if (sc == nullptr) return TCGD_NOT_PROBED;
+  const Selection sel = selectProbe(probeHandle(e.name), e.name, stream, false, false, true);
+  if (sel.outcome == Selection::Outcome::kNotSelected) return TCGD_NOT_SELECTED;
+  if (sel.outcome == Selection::Outcome::kNotProbed) return TCGD_NOT_PROBED;
+  Scratch* sc = sel.scratch;
+  const int rule = sel.rule;
   const ProbeRule& r = settings().rules.rule(static_cast<size_t>(rule));
   ScanResult scan;
   scan.ranges = sc->ranges;
@@ -500,13 +500,13 @@ int probeExplicit(const agent::ExplicitProbe& e) {
     scan.ranges[0].bytes = scan.ranges[0].extent;  // compared whole: max-bytes does not cut it
   }
   Probe p;
-  p.kernel = k;
+  p.kernel = sel.kernel;
   p.kind = SiteKind::kProbe;
   p.stream = stream;
-  p.capture = capture;
-  p.invocation = invocation;
+  p.capture = sel.capture;
+  p.invocation = sel.invocation;
   p.rule = rule;
-  p.facts = facts;
+  p.facts = sel.facts;
   p.copy_bytes = e.bytes;
   p.scan_complete = true;  // it writes nothing
   p.has_shape = true;
