@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "tensor/values/element_compare.h"
 #include "tensor/values/element_format.h"
 
@@ -63,16 +65,19 @@ void ExpectedCheck::notChecked(uint64_t site) {
     for (const bundle::TensorPayload& p : w->second) waiting_bytes_ -= p.data().size();
     waiting_.erase(w);
   }
-  // Remembered only while pieces could still come before their site: sites
-  // are described in order, so one map entry per site is enough and small.
+  // Ids beyond 2^32 (never in practice) are not remembered: their pieces
+  // wait and are dropped at the bound like any other.
+  if (site >= (uint64_t{1} << 32)) return;
+  if (site >= not_checked_.size()) not_checked_.resize(std::max<uint64_t>(site + 1, 2 * not_checked_.size()));
   not_checked_[site] = true;
 }
 
 std::optional<bundle::Frame> ExpectedCheck::payloads(const bundle::TensorPayloadBatch& batch, int from) {
   std::optional<bundle::Frame> failed;
+  if (!active_) return failed;
   for (int i = from; i < batch.payloads_size(); ++i) {
     const bundle::TensorPayload& p = batch.payloads(i);
-    if (p.range() != 0 || not_checked_.count(p.site()) != 0) continue;
+    if (p.range() != 0 || notCheckedSite(p.site())) continue;
     if (sites_.count(p.site()) == 0) {
       // Its site is not described yet (the GPU's pieces and the job's site
       // record take different paths): it waits, within a bound.

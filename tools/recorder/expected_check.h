@@ -38,7 +38,13 @@ class ExpectedCheck {
   explicit ExpectedCheck(Sink sink) : sink_(std::move(sink)) {}
 
   // A kTensorExpected blob (kept until its site comes).
-  void expectedBlob(uint64_t id, std::string_view bytes) { blobs_[id].assign(bytes); }
+  // The first one turns the check on: a job that never calls tcgd_check
+  // costs it one test per batch of pieces (its blobs come before its site,
+  // and both before the GPU's pieces of that site).
+  void expectedBlob(uint64_t id, std::string_view bytes) {
+    blobs_[id].assign(bytes);
+    active_ = true;
+  }
   // An explicit probe's pseudo kernel: its name.
   void probeName(uint64_t function, std::string_view name) { names_[function].assign(name); }
   // A described site with a check (pieces that waited for it are compared
@@ -79,7 +85,12 @@ class ExpectedCheck {
   std::unordered_map<uint64_t, Expectation> sites_;
   std::map<std::pair<uint64_t, uint32_t>, Pieces> open_;  // (site, exec) of checked sites
   std::map<uint64_t, std::vector<bundle::TensorPayload>> waiting_;  // pieces of undescribed sites
-  std::unordered_map<uint64_t, bool> not_checked_;  // sites described without a check
+  // Sites described without a check, one bit per site id (ids are dense,
+  // from 1): a captured site's pieces come at every replay, long after it
+  // was described, and are passed over by one lookup.
+  std::vector<bool> not_checked_;
+  bool notCheckedSite(uint64_t site) const { return site < not_checked_.size() && not_checked_[site]; }
+  bool active_ = false;
   uint64_t waiting_bytes_ = 0;
   uint64_t waiting_lost_ = 0;
   uint64_t checked_ = 0;
