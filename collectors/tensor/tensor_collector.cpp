@@ -275,6 +275,20 @@ struct Selection {
   uint64_t invocation = 0;
   int rule = -1;
   Scratch* scratch = nullptr;
+
+  // The probe's description as far as the selection made it.
+  Probe probe(SiteKind kind, CUstream stream, bool per_thread) const {
+    Probe p;
+    p.kernel = kernel;
+    p.kind = kind;
+    p.stream = stream;
+    p.per_thread = per_thread;
+    p.capture = capture;
+    p.invocation = invocation;
+    p.rule = rule;
+    p.facts = facts;
+    return p;
+  }
 };
 
 Selection selectProbe(uint64_t handle, const char* probe_name, CUstream stream, bool per_thread, bool copy_or_set,
@@ -365,15 +379,8 @@ bool probeLaunch(const KernelLaunch& launch) {
     scanParameter(sc->params, 0, params_bytes, 0, dtype, maps, limits, &scan);
   }
 
-  Probe p;
-  p.kernel = sel.kernel;
-  p.kind = launch.cooperative ? SiteKind::kCooperativeKernel : SiteKind::kKernel;
-  p.stream = launch.stream;
-  p.per_thread = launch.per_thread;
-  p.capture = sel.capture;
-  p.invocation = sel.invocation;
-  p.rule = rule;
-  p.facts = sel.facts;
+  Probe p = sel.probe(launch.cooperative ? SiteKind::kCooperativeKernel : SiteKind::kKernel, launch.stream,
+                      launch.per_thread);
   p.launch = &launch;
   p.params = sc->params;
   p.params_bytes = params_bytes;
@@ -404,15 +411,7 @@ bool probeDestination(uint64_t pseudo, SiteKind kind, uint64_t dst, uint64_t byt
   if (!destinationRange(dst, bytes, maps, require_known, limits, &scan)) return false;
   if (r.dtype_given)
     for (uint32_t i = 0; i < scan.range_count; ++i) scan.ranges[i].dtype = static_cast<uint8_t>(r.dtype);
-  Probe p;
-  p.kernel = sel.kernel;
-  p.kind = kind;
-  p.stream = stream;
-  p.per_thread = per_thread;
-  p.capture = sel.capture;
-  p.invocation = sel.invocation;
-  p.rule = rule;
-  p.facts = sel.facts;
+  Probe p = sel.probe(kind, stream, per_thread);
   p.copy_bytes = bytes;
   p.copy_source = source;
   p.copy_kind = copy_kind;
@@ -499,14 +498,7 @@ int probeExplicit(const agent::ExplicitProbe& e) {
     }
     scan.ranges[0].bytes = scan.ranges[0].extent;  // compared whole: max-bytes does not cut it
   }
-  Probe p;
-  p.kernel = sel.kernel;
-  p.kind = SiteKind::kProbe;
-  p.stream = stream;
-  p.capture = sel.capture;
-  p.invocation = sel.invocation;
-  p.rule = rule;
-  p.facts = sel.facts;
+  Probe p = sel.probe(SiteKind::kProbe, stream, false);
   p.copy_bytes = e.bytes;
   p.scan_complete = true;  // it writes nothing
   p.has_shape = true;
