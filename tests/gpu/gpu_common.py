@@ -44,7 +44,7 @@ def point(name, **facts):
 def digest(*tensors):
     h = hashlib.sha256()
     for t in tensors:
-        h.update(t.detach().to("cpu").contiguous().view(torch.uint8).numpy().tobytes())
+        h.update(t.detach().reshape(-1).to("cpu").contiguous().view(torch.uint8).numpy().tobytes())
     return h.hexdigest()[:32]
 
 

@@ -617,7 +617,8 @@ def narrow(gate, only):
             both = [a for a in args if (a.get("values") or {}).get("presence") == "both"]
             expect(both, f"values recorded on both sides for {len(both)} of {len(args)} arguments of "
                          f"{(fd.get('reference') or {}).get('kernel', '?')[:60]}")
-            kinds = [((a.get("values") or {}).get("relation") or {}).get("kind") for a in both]
+            relations = [((a.get("values") or {}).get("relation") or {}) for a in both]
+            kinds = [r.get("kind") for r in relations] + [x.get("kind") for r in relations for x in r.get("also") or []]
             texts = [((a.get("values") or {}).get("relation") or {}).get("text") for a in both]
             expect(relation in kinds, f"a relation '{relation}' shows the bug ({kinds}; {texts})")
             mism = [((a.get("values") or {}).get("comparison") or {}).get("mismatches", 0) for a in both]

@@ -95,8 +95,38 @@ TEST(ValueRelations, StaleNamesTheEarlierViewItEquals) {
   EXPECT_EQ(close.kind, ValueRelationKind::kStale);
   EXPECT_EQ(close.earlier, 1u);
   EXPECT_FALSE(close.bit_equal);
-  // Stale comes before the offset that also holds (step 2 = step 0 + 1.5).
-  EXPECT_EQ(relate(step2, step0).kind, ValueRelationKind::kOffset);
+  // Stale comes before the offset that also holds (step 0 = step 2 - 1.5);
+  // without earlier views the offset is the relation.
+  EXPECT_EQ(r.also, std::vector<ValueRelationKind>{ValueRelationKind::kOffset});
+  EXPECT_DOUBLE_EQ(r.offset, -1.5);
+  EXPECT_TRUE(r.holds(ValueRelationKind::kOffset));
+  EXPECT_FALSE(r.holds(ValueRelationKind::kRatio));
+  const ValueRelation alone = relate(step2, step0);
+  EXPECT_EQ(alone.kind, ValueRelationKind::kOffset);
+  EXPECT_TRUE(alone.also.empty());
+}
+
+TEST(ValueRelations, BakedScalarIsBothStaleAndARatio) {
+  // y = lr x with x unchanged: the graph keeps the captured lr 0.1 while the
+  // eager run's lr went 0.1 -> 0.05, so the candidate equals the reference's
+  // previous step bit for bit and is twice its current values. Both are
+  // reported, stale first.
+  const std::vector<float> x = ramp(-0.4f, 0.03f, 32);
+  std::vector<float> captured, eager_now;
+  for (const float v : x) {
+    captured.push_back(0.1f * v);
+    eager_now.push_back(0.05f * v);
+  }
+  const ValueRelation r = relate(eager_now, captured, {view(captured)});
+  EXPECT_EQ(r.kind, ValueRelationKind::kStale);
+  EXPECT_TRUE(r.bit_equal);
+  ASSERT_EQ(r.also, std::vector<ValueRelationKind>{ValueRelationKind::kRatio});
+  EXPECT_NEAR(r.factor, 2.0, 1e-6);
+  // all_zeros and nan_onset stand alone.
+  const std::vector<float> zero(32, 0.f);
+  const ValueRelation zeros = relate(eager_now, zero, {view(zero)});
+  EXPECT_EQ(zeros.kind, ValueRelationKind::kAllZeros);
+  EXPECT_TRUE(zeros.also.empty());
 }
 
 TEST(ValueRelations, StaleSearchIsCapped) {

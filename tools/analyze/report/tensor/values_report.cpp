@@ -55,10 +55,12 @@ std::string earlierText(const EarlierObservation& e) {
                      : fmt::format("its own previous execution ({})", where);
 }
 
-std::string relationText(const RangeValues& v) {
+namespace {
+
+// One relation that holds, in words.
+std::string relationKindText(const RangeValues& v, ValueRelationKind kind) {
   const ValueRelation& r = v.relation;
-  if (!r.not_tested.empty()) return fmt::format("relations not tested: {}", r.not_tested);
-  switch (r.kind) {
+  switch (kind) {
     case ValueRelationKind::kNanOnset:
       return fmt::format("NaN onset: the candidate's first NaN is at element {} and the reference holds none",
                          r.first_nan);
@@ -81,6 +83,31 @@ std::string relationText(const RangeValues& v) {
     case ValueRelationKind::kConstant:
       return fmt::format("constant: every candidate element is {}, the reference's vary", elementValueText(r.constant));
     case ValueRelationKind::kNone: break;
+  }
+  return "";
+}
+
+// The short form of one relation, for a one-line summary.
+std::string relationKindSummary(const RangeValues& v, ValueRelationKind kind) {
+  const ValueRelation& r = v.relation;
+  switch (kind) {
+    case ValueRelationKind::kRatio: return "ratio " + number(r.factor);
+    case ValueRelationKind::kOffset: return "offset " + number(r.offset);
+    case ValueRelationKind::kStale:
+      return "stale: " + (r.earlier < v.earlier.size() ? earlierText(v.earlier[r.earlier]) : std::string("earlier"));
+    default: return valueRelationKey(kind);
+  }
+}
+
+}  // namespace
+
+std::string relationText(const RangeValues& v) {
+  const ValueRelation& r = v.relation;
+  if (!r.not_tested.empty()) return fmt::format("relations not tested: {}", r.not_tested);
+  if (r.kind != ValueRelationKind::kNone) {
+    std::string out = relationKindText(v, r.kind);
+    for (ValueRelationKind k : r.also) out += "; also " + relationKindText(v, k);
+    return out;
   }
   return fmt::format("no relation holds over the {} elements (NaN onset, all zeros, stale against {} earlier "
                      "observation(s), a ratio, an offset, a constant)",
@@ -116,17 +143,9 @@ std::string valuesSummary(const RangeValues& v) {
     out = fmt::format("values: {} ({} elements)", elementStatusName(e.status), e.compared);
   }
   if (v.prefixOnly()) out += fmt::format(", first {} of {} bytes", v.compared_bytes, v.range_bytes);
-  if (v.relation_tested) {
-    const ValueRelation& r = v.relation;
-    switch (r.kind) {
-      case ValueRelationKind::kRatio: out += "; ratio " + number(r.factor); break;
-      case ValueRelationKind::kOffset: out += "; offset " + number(r.offset); break;
-      case ValueRelationKind::kStale:
-        out += "; stale: " + (r.earlier < v.earlier.size() ? earlierText(v.earlier[r.earlier]) : std::string("earlier"));
-        break;
-      case ValueRelationKind::kNone: break;
-      default: out += fmt::format("; {}", valueRelationKey(r.kind)); break;
-    }
+  if (v.relation_tested && v.relation.kind != ValueRelationKind::kNone) {
+    out += "; " + relationKindSummary(v, v.relation.kind);
+    for (ValueRelationKind k : v.relation.also) out += "; " + relationKindSummary(v, k);
   }
   if (v.agreement != ValuesAgreement::kAgrees && v.agreement != ValuesAgreement::kNotCompared)
     out += fmt::format(" ({})", valuesAgreementKey(v.agreement));
@@ -174,20 +193,28 @@ void valuesJson(const RangeValues& v, JsonWriter& json) {
     json.key("elements").value(r.elements);
     json.key("finite_pairs").value(r.finite_pairs);
     json.key("rounding").value(r.rounding);
-    if (r.kind == ValueRelationKind::kRatio) {
+    json.key("also").beginArray();
+    for (ValueRelationKind k : r.also) {
+      json.beginObject();
+      json.key("kind").value(valueRelationKey(k));
+      json.key("text").value(relationKindText(v, k));
+      json.endObject();
+    }
+    json.endArray();
+    if (r.holds(ValueRelationKind::kRatio)) {
       json.key("factor");
       writeElementFigureJson(json, r.factor);
     }
-    if (r.kind == ValueRelationKind::kOffset) {
+    if (r.holds(ValueRelationKind::kOffset)) {
       json.key("offset");
       writeElementFigureJson(json, r.offset);
     }
-    if (r.kind == ValueRelationKind::kConstant) {
+    if (r.holds(ValueRelationKind::kConstant)) {
       json.key("constant");
       writeElementValueJson(json, r.constant);
     }
     if (r.kind == ValueRelationKind::kNanOnset) json.key("first_nan").value(r.first_nan);
-    if (r.kind == ValueRelationKind::kStale && r.earlier < v.earlier.size()) {
+    if (r.holds(ValueRelationKind::kStale) && r.earlier < v.earlier.size()) {
       json.key("earlier");
       earlierJson(v.earlier[r.earlier], json);
       json.key("bit_equal").value(r.bit_equal);

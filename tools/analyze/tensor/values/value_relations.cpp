@@ -23,6 +23,10 @@ const char* valueRelationKey(ValueRelationKind kind) {
   return "none";
 }
 
+bool ValueRelation::holds(ValueRelationKind k) const {
+  return k != ValueRelationKind::kNone && (kind == k || std::find(also.begin(), also.end(), k) != also.end());
+}
+
 namespace {
 
 // One side's elements, read in place.
@@ -226,17 +230,24 @@ ValueRelation findValueRelation(const ElementView& reference, const ElementView&
   out.rounding = std::max(options.tolerance.rtol, roundingOf(c.dtype));
   if (is_float && nanOnset(r, c, n, &out)) {
     out.kind = ValueRelationKind::kNanOnset;
-  } else if (allZeros(r, c, n, numeric)) {
-    out.kind = ValueRelationKind::kAllZeros;
-  } else if (stale(c, n, earlier, is_float, options, &out)) {
-    out.kind = ValueRelationKind::kStale;
-  } else if (numeric && kind != ed::Kind::kBool && ratio(r, c, n, out.rounding, &out)) {
-    out.kind = ValueRelationKind::kRatio;
-  } else if (numeric && kind != ed::Kind::kBool && offset(r, c, n, out.rounding, &out)) {
-    out.kind = ValueRelationKind::kOffset;
-  } else if (constant(r, c, n, numeric, &out)) {
-    out.kind = ValueRelationKind::kConstant;
+    return out;
   }
+  if (allZeros(r, c, n, numeric)) {
+    out.kind = ValueRelationKind::kAllZeros;
+    return out;
+  }
+  const bool arithmetic = numeric && kind != ed::Kind::kBool;
+  const auto found = [&out](ValueRelationKind k) {
+    if (out.kind == ValueRelationKind::kNone) {
+      out.kind = k;
+    } else {
+      out.also.push_back(k);
+    }
+  };
+  if (stale(c, n, earlier, is_float, options, &out)) found(ValueRelationKind::kStale);
+  if (arithmetic && ratio(r, c, n, out.rounding, &out)) found(ValueRelationKind::kRatio);
+  if (arithmetic && offset(r, c, n, out.rounding, &out)) found(ValueRelationKind::kOffset);
+  if (constant(r, c, n, numeric, &out)) found(ValueRelationKind::kConstant);
   return out;
 }
 

@@ -1,7 +1,10 @@
 // What two recorded tensors that differ say about the cause: relations of
 // the candidate's elements to the reference's, each tested over the common
 // prefix of whole elements (the shorter side's) in one pass, without an
-// allocation per element. The first that holds is reported, in this order:
+// allocation per element. The first that holds is the relation's kind, in
+// this order; those of 3 to 6 that hold besides it are listed after it (a
+// baked-in scalar's output can be both an earlier step's values and a
+// multiple of the reference's):
 //
 //  1. nan_onset: the candidate holds a NaN and the reference none (floats);
 //     the candidate's first NaN is named.
@@ -65,6 +68,9 @@ struct ValueRelation {
   size_t earlier = SIZE_MAX;   // stale: the earlier view matched (index into the caller's list)
   bool bit_equal = false;      // stale: bit for bit (else allclose)
   size_t earlier_tested = 0;   // stale: earlier views compared
+  std::vector<ValueRelationKind> also;  // of stale, ratio, offset, constant: those holding besides kind, in order
+
+  bool holds(ValueRelationKind k) const;
 };
 
 // `earlier`: the views offered to the stale test, in the order to try them.
