@@ -19,6 +19,12 @@ bundle against, taken from PyTorch in the same run.
     unwritten-padding MODE  the graph's buffer is never zeroed: its padding rows hold NaN
     dropout MODE          dropout: random numbers differ, legitimately (the graph run draws one more)
     correct MODE          a correct graphed program: no divergence
+  variants of those classes in a training step (tensor_expect.VARIANTS):
+    stale-batch-train MODE  the loop rebinds the batch to a new tensor from step 1 on
+    baked-lr-sgd MODE     SGD's learning rate, a Python float, halved by a schedule after capture
+    clip-branch MODE      gradient clipping switched on from step 1 by Python, frozen off in the graph
+    unwritten-bf16 MODE   a bfloat16 buffer whose padding rows the graph path never zeroes (old activations)
+    correct-autocast MODE a correct graphed training step under bfloat16 autocast: no divergence
   GATE_STEPS=N and GATE_PAUSE=SECONDS (environment) make the planted bugs run N
   steps, pausing before each replay: a long run for the check action to stop.
 """
@@ -391,6 +397,176 @@ def correct(mode):
     return g.digest(torch.stack(losses), *model.parameters()), {"bug": None, "losses": [float(l) for l in losses]}
 
 
+# ---- variants of the planted classes inside a training step -------------------
+
+def train_loop(mode, model, opt, xs, ys, *, feed, after_backward=None, on_step=None, autocast=False):
+    """A training step (forward, loss, backward, after_backward(k), opt.step())
+    run 2 warm-up iterations on a side stream, then STEPS steps eagerly or as
+    replays of one capture. feed(k, static_x, static_y) puts step k's batch in
+    place before it (the bug of a variant lives there or in on_step(k), which
+    runs before each eager step or replay and sets Python state). Returns the
+    per-step losses and the final parameters' digest."""
+    loss_fn = torch.nn.CrossEntropyLoss()
+    static_x = xs[0].cuda()
+    static_y = ys[0].cuda()
+    state = {"x": static_x}
+
+    def step(k):
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            out = model(state["x"])
+        loss = loss_fn(out.float().flatten(0, 1), static_y.flatten())
+        loss.backward()
+        if after_backward:
+            after_backward(k)
+        opt.step()
+        return loss
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(2):
+            static_x.copy_(xs[i])
+            static_y.copy_(ys[i])
+            if on_step:
+                on_step(0)
+            step(0)
+    torch.cuda.current_stream().wait_stream(side)
+    losses = []
+    if mode == "eager":
+        for k in range(STEPS):
+            feed(k, state, static_y, "eager")
+            if on_step:
+                on_step(k)
+            losses.append(step(k).detach().clone())
+    else:
+        if on_step:
+            on_step(0)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_loss = step(0)
+        for k in range(STEPS):
+            feed(k, state, static_y, "graph")
+            if on_step:
+                on_step(k)
+            graph.replay()
+            losses.append(static_loss.detach().clone())
+    torch.cuda.synchronize()
+    return g.digest(torch.stack(losses), *model.parameters()), [float(l) for l in losses]
+
+
+def variant_model(d=128, layers=1):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[Block(d, 4, 0.0) for _ in range(layers)], torch.nn.Linear(d, 16)).cuda()
+    gen = torch.Generator().manual_seed(1)
+    xs = [torch.randn(8, 32, d, generator=gen) for _ in range(2 + STEPS)]
+    ys = [torch.randint(0, 16, (8, 32), generator=gen) for _ in range(2 + STEPS)]
+    return model, xs, ys
+
+
+def stale_batch_train(mode):
+    """From step 1 on, the graph loop binds the new batch to a fresh tensor
+    (x = batch.cuda()) instead of copying it into the captured one: every
+    replay from 1 reads step 0's batch. The eager loop copies each step."""
+    model, xs, ys = variant_model()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+
+    def feed(k, state, static_y, run):
+        static_y.copy_(ys[2 + k])
+        if run == "graph" and k >= 1:
+            state["x"] = xs[2 + k].cuda()  # the bug: the graph still reads the old tensor
+        else:
+            state["x"].copy_(xs[2 + k])
+
+    digest, losses = train_loop(mode, model, opt, xs, ys, feed=feed)
+    return digest, {"bug": "stale-batch-train", "first_step": 1, "losses": losses}
+
+
+def baked_lr_sgd(mode):
+    """SGD(foreach) with a Python-float learning rate halved every step by a
+    hand-written schedule: eagerly each step's rate reaches the update
+    kernel's alpha; the graph keeps the rate it was captured with (0.1)."""
+    model, xs, ys = variant_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=True)
+
+    def feed(k, state, static_y, run):
+        state["x"].copy_(xs[2 + k])
+        static_y.copy_(ys[2 + k])
+
+    def on_step(k):
+        for group in opt.param_groups:
+            group["lr"] = 0.1 * (0.5 ** k)
+
+    digest, losses = train_loop(mode, model, opt, xs, ys, feed=feed, on_step=on_step)
+    return digest, {"bug": "baked-lr-sgd", "first_step": 1, "losses": losses}
+
+
+def clip_branch(mode):
+    """Gradient clipping turned on by Python from step 1 (a warm-up rule):
+    eagerly steps 1.. clip; the graph was captured at step 0, without it."""
+    model, xs, ys = variant_model()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+    state = {"step": 0}
+
+    def feed(k, st, static_y, run):
+        st["x"].copy_(xs[2 + k])
+        static_y.copy_(ys[2 + k])
+
+    def on_step(k):
+        state["step"] = k
+
+    def after_backward(_k):
+        if state["step"] >= 1:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.01, foreach=True)
+
+    digest, losses = train_loop(mode, model, opt, xs, ys, feed=feed, on_step=on_step,
+                                after_backward=after_backward)
+    return digest, {"bug": "clip-branch", "first_step": 1, "losses": losses}
+
+
+def unwritten_bf16(mode):
+    """bfloat16 features padded from 24 to 32 rows: eagerly into
+    torch.zeros; the graph path into torch.empty, whose padding rows hold
+    what an earlier activation of the same step left in that memory."""
+    torch.manual_seed(0)
+    w = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+    xs = [torch.randn(24, 64).bfloat16() for _ in range(STEPS)]
+    x = torch.zeros(24, 64, device="cuda", dtype=torch.bfloat16)
+
+    def body(k):
+        if mode == "eager":
+            x.copy_(xs[k])
+        hidden = torch.relu(x @ w) + 1.0  # freed below: its block is the next 4 KiB one handed out
+        feats = hidden * 0.5
+        del hidden
+        if mode == "eager":
+            out = torch.zeros(32, 64, device="cuda", dtype=torch.bfloat16)
+        else:
+            out = torch.empty(32, 64, device="cuda", dtype=torch.bfloat16)
+        out[:24] = feats
+        return out.float().sum(dim=0)
+
+    def before_replay(k):
+        x.copy_(xs[k])
+
+    outs = graphed(mode, body, before_replay=before_replay)
+    return g.digest(*outs), {"bug": "unwritten-bf16", "first_step": 0}
+
+
+def correct_autocast(mode):
+    """A correct graphed training step under bfloat16 autocast (cuBLAS
+    bf16 GEMMs, fused attention, capturable Adam): no divergence."""
+    model, xs, ys = variant_model(layers=2)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+
+    def feed(k, state, static_y, run):
+        state["x"].copy_(xs[2 + k])
+        static_y.copy_(ys[2 + k])
+
+    digest, losses = train_loop(mode, model, opt, xs, ys, feed=feed, autocast=True)
+    return digest, {"bug": None, "losses": losses}
+
+
 # ---- record: a captured program's bytes in every replay ----------------------
 
 def record():
@@ -513,6 +689,11 @@ CASES = {
     "unwritten-padding": lambda: unwritten_padding(MODE),
     "dropout": lambda: dropout(MODE),
     "correct": lambda: correct(MODE),
+    "stale-batch-train": lambda: stale_batch_train(MODE),
+    "baked-lr-sgd": lambda: baked_lr_sgd(MODE),
+    "clip-branch": lambda: clip_branch(MODE),
+    "unwritten-bf16": lambda: unwritten_bf16(MODE),
+    "correct-autocast": lambda: correct_autocast(MODE),
 }
 
 if __name__ == "__main__":

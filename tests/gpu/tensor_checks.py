@@ -10,6 +10,7 @@ run unmodified without and with the agent (TCGD_TENSOR=fingerprint), the
     tensor-record          TCGD_TENSOR=record: a captured tensor's bytes in each of 3 replays equal torch's copies
     tensor-record-kernel   record_gpu_check: recorded bytes bit-exact, and the 1 GiB record rate vs a pinned copy
     tensor-planted-<bug>   the planted bugs of first-divergence, eager and graph (tensor_expect.py)
+    tensor-variant-<bug>   the same classes inside a training step (tensor_expect.VARIANTS), eager and graph
     tensor-check-abort     baked-scalar eager under fingerprint, then as a long graph run under
                            check:reference=EAGER,abort: stopped at replay 1 with exit status 86
     tensor-probe-quickstart  the quick start with tcgd.probe under print:probes=only: the recorder's
@@ -411,9 +412,11 @@ def planted(gate, only):
     first-divergence` must find what tensor_expect.PLANTED says (the CPU
     suite checks the same on the bundles kept in tests/golden/tensor)."""
     import shutil
-    for bug in tensor_expect.PLANTED:
-        name = f"tensor-planted-{bug}"
-        if only and name not in only and "tensor-planted" not in only:
+    cases = [(bug, "tensor-planted") for bug in tensor_expect.PLANTED] + \
+        [(bug, "tensor-variant") for bug in tensor_expect.VARIANTS]
+    for bug, prefix in cases:
+        name = f"{prefix}-{bug}"
+        if only and name not in only and prefix not in only:
             continue
         checks_all, paths, traced_last = [], {}, None
         for mode in ("eager", "graph"):
