@@ -316,6 +316,10 @@ TEST(TensorOnRecorderBundles, ExplicitProbesDivergeByTheirNameWithNdIndices) {
   EXPECT_EQ(values["comparison"]["max_abs_at"]["index"][1].asI64(), 3);
   EXPECT_EQ(values["relation"]["kind"].asString(), "ratio");
   EXPECT_DOUBLE_EQ(std::stod(values["relation"]["factor"].text), 2.0);
+  // The text names the probe's range as the tensor, not as a parameter.
+  const ToolResult text = runAnalyze({"tensor", "first-divergence", eager_path, graph_path});
+  EXPECT_NE(text.out.find("argument   the probed tensor, "), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("param 0"), std::string::npos) << text.out;
   const ToolResult v = runAnalyze({"tensor", "values", graph_path, "--name", "hidden", "--exec", "1"});
   EXPECT_NE(v.out.find("(hidden #0, graph 0) exec 1 range 0 float32 [4, 4]: 64 of 64 bytes recorded: [4, 6, 8"),
             std::string::npos)

@@ -29,9 +29,9 @@ std::string pairKernel(const RunComparison& c, uint32_t pair) {
   return kernelName(*c.candidate, p.candidate);
 }
 
-std::string argumentOf(const Divergence& d) {
+std::string argumentOf(const RunComparison& c, const Divergence& d) {
   if (d.argument == kNone32) return "";
-  return argumentText(d.launch.ranges[d.argument].param, d.launch.ranges[d.argument].offset);
+  return argumentText(c, d.pair, d.launch.ranges[d.argument]);
 }
 
 void appendDivergence(const RunComparison& c, const Divergence& d, bool full, std::string* out) {
@@ -65,7 +65,7 @@ void appendDivergence(const RunComparison& c, const Divergence& d, bool full, st
   appendLine(out, 2, "{:<10} {}", "candidate", lc != kNone32 ? launchText(*c.candidate, lc) : "-");
   if (d.argument != kNone32) {
     const RangeCompare& rc = d.launch.ranges[d.argument];
-    appendLine(out, 2, "{:<10} {}, {}: {}", "argument", argumentOf(d), rangeRoleName(rc.role), verdictText(rc.after));
+    appendLine(out, 2, "{:<10} {}, {}: {}", "argument", argumentOf(c, d), rangeRoleName(rc.role), verdictText(rc.after));
   }
   appendLine(out, 2, "{:<10} {}", "why", causeText(c, d));
   if (!full || d.argument == kNone32) return;
@@ -80,7 +80,7 @@ void appendDivergence(const RunComparison& c, const Divergence& d, bool full, st
   for (size_t i = 0; i < d.launch.ranges.size(); ++i) {
     if (i == d.argument) continue;
     const RangeCompare& rc = d.launch.ranges[i];
-    others.push_back(fmt::format("{} {} {}{}", argumentText(rc.param, rc.offset), rangeRoleName(rc.role),
+    others.push_back(fmt::format("{} {} {}{}", argumentText(c, d.pair, rc), rangeRoleName(rc.role),
                                  verdictName(rc.after.verdict),
                                  rc.values != kNone32 ? "; " + valuesSummary(d.launch.values[rc.values]) : ""));
   }
@@ -98,7 +98,7 @@ void divergenceRow(const RunComparison& c, const std::string& index, const Diver
                          pairKernel(c, d.pair),
                          lr != kNone32 ? std::to_string(c.reference->site(c.reference->launches()[lr].site).invocation) : "",
                          lc != kNone32 ? std::to_string(c.candidate->site(c.candidate->launches()[lc].site).invocation) : "",
-                         argumentOf(d),
+                         argumentOf(c, d),
                          d.argument != kNone32 ? verdictName(d.launch.ranges[d.argument].after.verdict) : "",
                          causeText(c, d)});
 }
@@ -150,7 +150,7 @@ Report firstDivergenceReport(const RunComparison& c) {
     for (size_t i = 0; i < s.next.size(); ++i) {
       const Divergence& d = s.next[i];
       appendLine(&t, 2, "{}. {}: {} in {}{}", i + 1, causeTitle(d.cause), pairKernel(c, d.pair), pairStepText(c, d.pair),
-                 d.argument != kNone32 ? ", " + argumentOf(d) : "");
+                 d.argument != kNone32 ? ", " + argumentOf(c, d) : "");
       if (d.argument != kNone32 && d.launch.ranges[d.argument].values != kNone32)
         appendLine(&t, 5, "{}", valuesSummary(d.launch.values[d.launch.ranges[d.argument].values]));
     }
@@ -285,7 +285,7 @@ Report firstDivergenceReport(const RunComparison& c) {
       const Fingerprint* a = rc.reference_obs == kNone32 ? nullptr : &c.reference->observations()[rc.reference_obs];
       const Fingerprint* b = rc.candidate_obs == kNone32 ? nullptr : &c.candidate->observations()[rc.candidate_obs];
       const auto add = [&](const char* name, auto get) {
-        statistics.rows.push_back({argumentText(rc.param, rc.offset), rangeRoleName(rc.role), verdictName(rc.after.verdict),
+        statistics.rows.push_back({argumentText(c, s.first->pair, rc), rangeRoleName(rc.role), verdictName(rc.after.verdict),
                                    name, a != nullptr ? get(*a) : "", b != nullptr ? get(*b) : ""});
       };
       add("elements", [](const Fingerprint& f) { return std::to_string(f.elements); });

@@ -97,7 +97,7 @@ Report compareRunsReport(const RunComparison& c, const ObservationFilter& filter
                              kernel, std::to_string(c.reference->site(lr.site).invocation),
                              std::to_string(c.candidate->site(lcand.site).invocation),
                              c.candidate->site(lcand.site).captured() ? std::to_string(lcand.exec) : "",
-                             argumentText(rc.param, rc.offset), rangeRoleName(rc.role), verdictName(v),
+                             argumentText(c, p, rc), rangeRoleName(rc.role), verdictName(v),
                              verdictReasonKey(rc.after.reason), a != nullptr ? hex(a->hash) : "",
                              b != nullptr ? hex(b->hash) : "", cellOf(a, &Fingerprint::elements),
                              cellOf(a, &Fingerprint::nan), cellOf(b, &Fingerprint::nan),
@@ -107,7 +107,7 @@ Report compareRunsReport(const RunComparison& c, const ObservationFilter& filter
         const RangeValues* values = rc.values != kNone32 ? &lc.values[rc.values] : nullptr;
         appendValuesCells(values, &rows.rows.back());
         appendLine(&list, 2, "{:>4} {:>4}  {:<28} {:<11} {:<7} {:<12} {}", step.reference_step, step.candidate_step,
-                   kernel.substr(0, 28), argumentShort(rc.param), rangeRoleName(rc.role), verdictName(v),
+                   kernel.substr(0, 28), argumentShort(c, p, rc), rangeRoleName(rc.role), verdictName(v),
                    verdictText(rc.after));
         if (values != nullptr) list += valuesText(*values, "            ");
         json.beginObject();

@@ -254,7 +254,7 @@ std::string comparisonHtml(const RunComparison& c, const std::string& verb) {
     if (pair.candidate != kNone32) fmt::format_to(it, "<dt>candidate</dt><dd>{}</dd>\n", htmlEscape(launchText(*c.candidate, pair.candidate)));
     if (d.argument != kNone32) {
       const RangeCompare& rc = d.launch.ranges[d.argument];
-      fmt::format_to(it, "<dt>argument</dt><dd>{}, {}: {}</dd>\n", htmlEscape(argumentText(rc.param, rc.offset)),
+      fmt::format_to(it, "<dt>argument</dt><dd>{}, {}: {}</dd>\n", htmlEscape(argumentText(c, d.pair, rc)),
                      rangeRoleName(rc.role), htmlEscape(verdictText(rc.after)));
     }
     fmt::format_to(it, "<dt>why</dt><dd>{}</dd>\n</dl>\n", htmlEscape(causeText(c, d)));

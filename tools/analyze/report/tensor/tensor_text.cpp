@@ -115,6 +115,25 @@ std::string argumentText(int32_t param, uint32_t offset) {
 
 std::string argumentShort(int32_t param) { return param < 0 ? "destination" : fmt::format("param {}", param); }
 
+namespace {
+
+bool pairIsProbe(const RunComparison& c, uint32_t pair) {
+  if (pair >= c.alignment.pairs.size()) return false;
+  const LaunchPair& p = c.alignment.pairs[pair];
+  if (p.reference != kNone32) return c.reference->site(c.reference->launches()[p.reference].site).isProbe();
+  return p.candidate != kNone32 && c.candidate->site(c.candidate->launches()[p.candidate].site).isProbe();
+}
+
+}  // namespace
+
+std::string argumentText(const RunComparison& c, uint32_t pair, const RangeCompare& rc) {
+  return pairIsProbe(c, pair) ? "the probed tensor" : argumentText(rc.param, rc.offset);
+}
+
+std::string argumentShort(const RunComparison& c, uint32_t pair, const RangeCompare& rc) {
+  return pairIsProbe(c, pair) ? "tensor" : argumentShort(rc.param);
+}
+
 std::string toleranceText(const FingerprintDiff& diff, uint8_t dtype) {
   if (diff.tolerance.exact()) return fmt::format("{}: exact", dtypeName(dtype));
   return fmt::format("{} rtol {} atol {}", dtypeName(dtype), number(diff.tolerance.rtol), number(diff.tolerance.atol));
@@ -178,7 +197,7 @@ std::string writerText(const RunComparison& c, const Divergence& d, int side) {
 
 std::string causeText(const RunComparison& c, const Divergence& d) {
   const RangeCompare* rc = d.argument != kNone32 ? &d.launch.ranges[d.argument] : nullptr;
-  const std::string arg = rc != nullptr ? argumentText(rc->param, rc->offset) : "an argument";
+  const std::string arg = rc != nullptr ? argumentText(c, d.pair, *rc) : "an argument";
   switch (d.cause) {
     case Cause::kThisKernel:
       return fmt::format(

@@ -35,6 +35,10 @@ std::string pairStepText(const RunComparison& c, uint32_t pair);
 // sets; for tables "param 1" / "destination".
 std::string argumentText(int32_t param, uint32_t offset);
 std::string argumentShort(int32_t param);
+// The same for an argument of aligned pair `pair`: an explicit probe's one
+// range is "the probed tensor" ("tensor" in tables), not a parameter.
+std::string argumentText(const RunComparison& c, uint32_t pair, const RangeCompare& rc);
+std::string argumentShort(const RunComparison& c, uint32_t pair, const RangeCompare& rc);
 // "float32 rtol 1.3e-06 atol 1e-05" / "exact".
 std::string toleranceText(const FingerprintDiff& diff, uint8_t dtype);
 // One sentence: why the verdict ("NaN count 0 -> 16", "sum off by 1.2 (bound
