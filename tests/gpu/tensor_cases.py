@@ -25,6 +25,7 @@ bundle against, taken from PyTorch in the same run.
     clip-branch MODE      gradient clipping switched on from step 1 by Python, frozen off in the graph
     unwritten-bf16 MODE   a bfloat16 buffer whose padding rows the graph path never zeroes (old activations)
     correct-autocast MODE a correct graphed training step under bfloat16 autocast: no divergence
+    baked-index MODE      a Python int selecting a row (table[step]) baked into the graph as a pointer
   GATE_STEPS=N and GATE_PAUSE=SECONDS (environment) make the planted bugs run N
   steps, pausing before each replay: a long run for the check action to stop.
 """
@@ -553,6 +554,27 @@ def unwritten_bf16(mode):
     return g.digest(*outs), {"bug": "unwritten-bf16", "first_step": 0}
 
 
+def baked_index(mode):
+    """A per-step row of a table picked by a Python int: eagerly row k at
+    step k; the graph keeps the row it was captured with (row 0), so the
+    multiplication reads another place of the same allocation."""
+    torch.manual_seed(0)
+    table = torch.randn(8, 1024, device="cuda")
+    x = torch.randn(1024, device="cuda")
+    state = {"step": 0}
+
+    def body(k):
+        if mode == "eager":
+            state["step"] = k
+        return (x * table[state["step"]]).cumsum(0)
+
+    def before_replay(k):
+        state["step"] = k  # the program moves on; the graph keeps row 0
+
+    outs = graphed(mode, body, before_replay=before_replay)
+    return g.digest(*outs), {"bug": "baked-index", "first_step": 1}
+
+
 def correct_autocast(mode):
     """A correct graphed training step under bfloat16 autocast (cuBLAS
     bf16 GEMMs, fused attention, capturable Adam): no divergence."""
@@ -694,6 +716,7 @@ CASES = {
     "clip-branch": lambda: clip_branch(MODE),
     "unwritten-bf16": lambda: unwritten_bf16(MODE),
     "correct-autocast": lambda: correct_autocast(MODE),
+    "baked-index": lambda: baked_index(MODE),
 }
 
 if __name__ == "__main__":

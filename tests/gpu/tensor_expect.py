@@ -120,6 +120,14 @@ def _padding_nan(report):
     return out
 
 
+def _moved_row(report):
+    fd = report["first_divergence"]
+    moved = fd.get("moved_pointers") or []
+    m = moved[0] if moved else {}
+    return [(m.get("reference_into") == 4096 and m.get("candidate_into") == 0,
+             f"a pointer moved in its allocation: row 1 (4096 bytes in) eagerly, row 0 in the graph ({moved})")]
+
+
 def _random_listed(report):
     listed = report.get("random_kernels_compared") or []
     return [(any(re.search(r"dropout", _launch_names(r), re.I) for r in listed),
@@ -215,6 +223,9 @@ VARIANTS = {
     "unwritten-bf16": Expect(EXIT_DIVERGES, "missing_write", 0, r"copy|reduce|sum|elementwise"),
     # bfloat16 autocast, fused attention, capturable Adam: no divergence.
     "correct-autocast": Expect(EXIT_MATCH, extras=[_no_random]),
+    # table[step] with a Python int: the mul reads row 1 eagerly at step 1,
+    # row 0 (4096 bytes before) in every replay.
+    "baked-index": Expect(EXIT_DIVERGES, "scalar_baked_at_capture", 1, r"Mul", extras=[_moved_row]),
 }
 
 

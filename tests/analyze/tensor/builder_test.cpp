@@ -235,6 +235,82 @@ TEST(TensorOnRecorderBundles, AKernelThatReadsTheGeneratorDrawsRandomNumbers) {
   EXPECT_EQ(parsed(l)["first_divergence"]["reference"]["kernel"].asString(), "fmha_cutlassF_f32_aligned_64x64_rf_sm80");
 }
 
+// A Python int indexing a tensor (buf[k]) is baked into a graph as the
+// kernel's pointer: the eager run reads row k of the copied buffer, every
+// replay row 0. The input ranges do not pair (their extents differ); the
+// pointer's place in its allocation names the bug.
+TEST(TensorOnRecorderBundles, IndexBakedAtCaptureIsAPointerThatMovedInItsAllocation) {
+  ScratchDir dir;
+  // buf: 4 rows of 16 floats (256 B) written by a copy each step; row(k) =
+  // scale(buf[k]) eagerly; the graph captured k = 0.
+  const auto rowsFrom = [](int step, int row) {
+    std::vector<float> v;
+    for (int r = row; r < 4; ++r)
+      for (int i = 0; i < 16; ++i) v.push_back(static_cast<float>(step * 100 + r * 16 + i));
+    return v;
+  };
+  const auto rowOut = [&](int step, int row) {
+    std::vector<float> v;
+    for (int i = 0; i < 16; ++i) v.push_back(2.0f * static_cast<float>(step * 100 + row * 16 + i));
+    return v;
+  };
+  TensorBundleBuilder eager;
+  eager.run("eager");
+  declareKernels(eager);
+  for (int step = 0; step < 4; ++step) {
+    eager.point("step");
+    const uint64_t copy = eager.eagerCopy(0x1000, 256, 0x9000);
+    eager.observe(copy, 0, 0, ObservationStats::of(rowsFrom(step, 0)));
+    RangeSpec in = eager.range(0x1000 + 64 * step, 256 - 64 * step, kDtypeFloat32, 0);
+    in.base = 0x1000;
+    in.extent = 256 - 64 * step;
+    const uint64_t s = eager.eagerLaunch(kScale, {in, eager.range(0x2000, 64, kDtypeFloat32, 1)});
+    eager.observe(s, 0, 0, ObservationStats::of(rowsFrom(step, step)));
+    eager.observe(s, 0, 1, ObservationStats::of(rowOut(step, step)));
+  }
+  const std::string eager_path = eager.write(dir.file("eager.tcgd-tensor")).path;
+  TensorBundleBuilder graph;
+  graph.run("graph");
+  declareKernels(graph);
+  graph.captureBegin();
+  RangeSpec in = graph.range(0x11000, 256, kDtypeFloat32, 0);
+  in.base = 0x11000;
+  const uint64_t s = graph.capturedLaunch(kScale, {in, graph.range(0x12000, 64, kDtypeFloat32, 1)});
+  const uint64_t exec = graph.instantiate(graph.captureEnd());
+  for (int step = 0; step < 4; ++step) {
+    graph.point("step");
+    const uint64_t copy = graph.eagerCopy(0x11000, 256, 0x9000);
+    graph.observe(copy, 0, 0, ObservationStats::of(rowsFrom(step, 0)));
+    const uint32_t replay = graph.replay(exec);
+    graph.observe(s, replay, 0, ObservationStats::of(rowsFrom(step, 0)));
+    graph.observe(s, replay, 1, ObservationStats::of(rowOut(step, 0)));
+  }
+  const std::string graph_path = graph.write(dir.file("graph.tcgd-tensor")).path;
+  const ToolResult r = runAnalyze({"tensor", "first-divergence", eager_path, graph_path, "--json"});
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  const JsonValue j = parsed(r);
+  const JsonValue& d = j["first_divergence"];
+  EXPECT_EQ(d["cause"].asString(), "scalar_baked_at_capture");
+  EXPECT_EQ(d["candidate_step"].asI64(), 1);
+  ASSERT_EQ(d["moved_pointers"].size(), 1u);
+  const JsonValue& m = d["moved_pointers"][0];
+  EXPECT_EQ(m["param"].asI64(), 0);
+  EXPECT_EQ(m["reference_into"].asU64(), 64u);
+  EXPECT_EQ(m["candidate_into"].asU64(), 0u);
+  EXPECT_EQ(m["reference_allocation"].asU64(), 256u);
+  EXPECT_EQ(m["candidate_allocation"].asU64(), 256u);
+  EXPECT_EQ(d["reference_into_by_step"].size(), 4u);
+  const ToolResult text = runAnalyze({"tensor", "first-divergence", eager_path, graph_path});
+  EXPECT_NE(text.out.find("param 0 (pointer word at offset 0) points at another place of its allocation: 64 bytes "
+                          "into 256 bytes in the reference, 0 bytes into it in the candidate. An index or offset "
+                          "baked in at capture"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("The reference pointed there at its step 0."), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("in the reference run only"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("Its inputs are equal on both sides"), std::string::npos) << text.out;
+}
+
 }  // namespace
 // The builder's recorded values read back as tcgd-recorder's are: `tensor
 // values` prints them and compares two executions element by element.

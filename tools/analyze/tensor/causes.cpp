@@ -263,6 +263,71 @@ std::vector<std::pair<int32_t, uint64_t>> referenceValues(const RunPair& runs, u
   return values;
 }
 
+// Arguments unmatched on both sides at the same pointer word (their extents
+// differ) whose pointers sit at another offset of their allocations, or in
+// allocations of other sizes.
+std::vector<MovedPointer> movedPointers(const RunPair& runs, const LaunchPair& pair, const LaunchComparison& lc) {
+  std::vector<MovedPointer> moved;
+  const RunSite& sr = runs.reference.site(runs.reference.launches()[pair.reference].site);
+  const RunSite& sc = runs.candidate.site(runs.candidate.launches()[pair.candidate].site);
+  const auto where = [](const SiteRange& r, uint64_t* into, uint64_t* allocation) {
+    if (r.base == 0 || r.base > r.ptr) return false;
+    *into = r.ptr - r.base;
+    *allocation = *into + r.extent;
+    return true;
+  };
+  for (uint32_t i = 0; i < lc.ranges.size(); ++i) {
+    const RangeCompare& a = lc.ranges[i];
+    if (a.candidate_range != kNone32 || a.reference_range == kNone32 || a.param < 0) continue;
+    for (uint32_t j = 0; j < lc.ranges.size(); ++j) {
+      const RangeCompare& b = lc.ranges[j];
+      if (b.reference_range != kNone32 || b.candidate_range == kNone32 || b.offset != a.offset || b.param < 0) continue;
+      MovedPointer m;
+      m.offset = a.offset;
+      m.param = a.param;
+      m.reference_range = i;
+      m.candidate_range = j;
+      const SiteRange& r = runs.reference.rangesOf(sr)[a.reference_range];
+      const SiteRange& c = runs.candidate.rangesOf(sc)[b.candidate_range];
+      if (r.dtype != c.dtype || !where(r, &m.reference_into, &m.reference_allocation) ||
+          !where(c, &m.candidate_into, &m.candidate_allocation))
+        break;
+      if (m.reference_into != m.candidate_into || m.reference_allocation != m.candidate_allocation) moved.push_back(m);
+      break;
+    }
+  }
+  return moved;
+}
+
+// The reference's offset into the allocation of a moved pointer at each of
+// its steps (the launch of the same kernel with the same rank in the step).
+std::vector<std::pair<int32_t, uint64_t>> referenceInto(const RunPair& runs, uint32_t launch, uint32_t word_offset) {
+  std::vector<std::pair<int32_t, uint64_t>> out;
+  const TensorRun& run = runs.reference;
+  const StepPlan& plan = runs.alignment.plans.reference;
+  const int32_t step = plan.stepOf(launch);
+  if (step < 0) return out;
+  const uint32_t key = runs.keyOf(0, launch);
+  uint32_t rank = 0;
+  for (uint32_t l = plan.steps[static_cast<size_t>(step)].first_launch; l < launch; ++l)
+    rank += runs.keyOf(0, l) == key ? 1 : 0;
+  for (size_t s = 0; s < plan.steps.size() && out.size() < 64; ++s) {
+    uint32_t seen = 0;
+    for (uint32_t l = plan.steps[s].first_launch; l < plan.steps[s].end_launch; ++l) {
+      if (runs.keyOf(0, l) != key || seen++ != rank) continue;
+      const RunSite& site = run.site(run.launches()[l].site);
+      for (uint32_t i = 0; i < site.range_count; ++i) {
+        const SiteRange& r = run.rangesOf(site)[i];
+        if (r.offset != word_offset || r.param < 0 || r.base == 0 || r.base > r.ptr) continue;
+        out.emplace_back(static_cast<int32_t>(s), r.ptr - r.base);
+        break;
+      }
+      break;
+    }
+  }
+  return out;
+}
+
 // The candidate launch aligned with the reference's writer, in the same
 // step and before the reader, holds the bytes the reader read among its
 // ranges: it wrote them this step, with the values they had before (a
@@ -408,9 +473,12 @@ Divergence classifyDivergence(const RunPair& runs, LaunchComparison launch, cons
   const RunSite& sr = runs.reference.site(runs.reference.launches()[pair.reference].site);
   const RunSite& sc = runs.candidate.site(runs.candidate.launches()[pair.candidate].site);
   d.params = compareParams(runs.reference, sr, runs.candidate, sc);
-  if (!d.params.differing.empty()) {
+  d.moved = movedPointers(runs, pair, d.launch);
+  if (!d.params.differing.empty() || !d.moved.empty()) {
     d.cause = Cause::kScalarBaked;
-    d.reference_values = referenceValues(runs, pair.reference, d.params.differing.front());
+    if (!d.params.differing.empty())
+      d.reference_values = referenceValues(runs, pair.reference, d.params.differing.front());
+    if (!d.moved.empty()) d.reference_into = referenceInto(runs, pair.reference, d.moved.front().offset);
     return d;
   }
   if (findNondeterminism(runs, 1, pair.candidate, d.nondeterministic_launches)) {

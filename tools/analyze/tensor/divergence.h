@@ -116,6 +116,19 @@ struct WriterInfo {
   uint32_t pair = kNone32;    // its aligned pair, kNone32 outside the compared steps
 };
 
+// An argument whose pointer lands at another place of its allocation, or in
+// an allocation of another size, on the two sides (the ranges did not pair:
+// their extents differ): an index, slice start or shape baked in at capture
+// (a Python int selecting a row or a cache position). Offsets in bytes from
+// the allocation's start; allocation bytes as requested.
+struct MovedPointer {
+  uint32_t offset = 0;  // the pointer word's offset in the parameters
+  int32_t param = -1;
+  uint32_t reference_range = kNone32, candidate_range = kNone32;  // into LaunchComparison::ranges
+  uint64_t reference_into = 0, reference_allocation = 0;
+  uint64_t candidate_into = 0, candidate_allocation = 0;
+};
+
 struct Divergence {
   uint32_t pair = kNone32;  // the diverging pair; control flow: the first pair of the stretch
   Cause cause = Cause::kThisKernel;
@@ -130,6 +143,10 @@ struct Divergence {
   // A baked scalar: the reference's value of the first differing word in its
   // steps (step, value), the candidate's value first seen at step.
   std::vector<std::pair<int32_t, uint64_t>> reference_values;
+  // A baked index: the pointers that moved, and the reference's offset into
+  // the first one's allocation at each of its steps (step, bytes into it).
+  std::vector<MovedPointer> moved;
+  std::vector<std::pair<int32_t, uint64_t>> reference_into;
   // Control flow: the stretch of pairs that does not line up.
   Replacement replacement;
   // Nondeterministic: the side (0, 1) and two of its launches with equal

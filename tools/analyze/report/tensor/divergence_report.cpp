@@ -80,6 +80,11 @@ void appendDivergence(const RunComparison& c, const Divergence& d, bool full, st
   for (size_t i = 0; i < d.launch.ranges.size(); ++i) {
     if (i == d.argument) continue;
     const RangeCompare& rc = d.launch.ranges[i];
+    if (rc.reference_range == kNone32 || rc.candidate_range == kNone32) {
+      others.push_back(fmt::format("{} in the {} run only (no argument of the other at that word with that extent)",
+                                   argumentText(c, d.pair, rc), rc.reference_range == kNone32 ? "candidate" : "reference"));
+      continue;
+    }
     others.push_back(fmt::format("{} {} {}{}", argumentText(c, d.pair, rc), rangeRoleName(rc.role),
                                  verdictName(rc.after.verdict),
                                  rc.values != kNone32 ? "; " + valuesSummary(d.launch.values[rc.values]) : ""));

@@ -195,6 +195,42 @@ std::string writerText(const RunComparison& c, const Divergence& d, int side) {
   return text;
 }
 
+namespace {
+
+// A baked index or shape: where the first moved pointer lands on each side.
+std::string movedPointerText(const Divergence& d, const std::string& arg, bool captured) {
+  const MovedPointer& m = d.moved.front();
+  const std::string word = m.param >= 0 ? fmt::format("param {} (pointer word at offset {})", m.param, m.offset)
+                                        : fmt::format("the pointer word at offset {}", m.offset);
+  std::string text;
+  if (m.reference_allocation == m.candidate_allocation) {
+    text = fmt::format(
+        "Its inputs are equal where they line up, {} differs, and {} points at another place of its allocation: {} "
+        "bytes into {} bytes in the reference, {} bytes into it in the candidate.",
+        arg, word, m.reference_into, m.reference_allocation, m.candidate_into);
+    if (captured)
+      text += " An index or offset baked in at capture (a Python int selecting a row, a slice start, a cache "
+              "position): the graph reads and writes the place it was captured with.";
+  } else {
+    text = fmt::format(
+        "Its inputs are equal where they line up, {} differs, and {} points into an allocation of another size: "
+        "{} bytes into {} bytes in the reference, {} bytes into {} bytes in the candidate.",
+        arg, word, m.reference_into, m.reference_allocation, m.candidate_into, m.candidate_allocation);
+    if (captured)
+      text += " A shape or index baked in at capture: the graph keeps the sizes and places it was captured with.";
+  }
+  for (const auto& [step, into] : d.reference_into) {
+    if (into == m.candidate_into) {
+      text += fmt::format(" The reference pointed there at its step {}.", step);
+      break;
+    }
+  }
+  if (d.moved.size() > 1) text += fmt::format(" {} more pointers moved.", d.moved.size() - 1);
+  return text;
+}
+
+}  // namespace
+
 std::string causeText(const RunComparison& c, const Divergence& d) {
   const RangeCompare* rc = d.argument != kNone32 ? &d.launch.ranges[d.argument] : nullptr;
   const std::string arg = rc != nullptr ? argumentText(c, d.pair, *rc) : "an argument";
@@ -207,13 +243,14 @@ std::string causeText(const RunComparison& c, const Divergence& d) {
           "within one run.",
           d.params.scalar_words, d.params.pointer_words, arg);
     case Cause::kScalarBaked: {
+      const bool captured = c.candidate->site(c.candidate->launches()[sideLaunch(c, 1, d.pair)].site).captured();
+      if (d.params.differing.empty() && !d.moved.empty()) return movedPointerText(d, arg, captured);
       const ScalarWord& w = d.params.differing.front();
       std::string text = fmt::format(
           "Its inputs are equal, {} differs, and the scalar parameter word at byte offset {}{} differs: reference {}, "
           "candidate {}.",
           arg, w.offset, w.param >= 0 ? fmt::format(" (param {})", w.param) : "", describeScalar(w.reference, w.size),
           describeScalar(w.candidate, w.size));
-      const bool captured = c.candidate->site(c.candidate->launches()[sideLaunch(c, 1, d.pair)].site).captured();
       if (captured) text += " A value baked in at capture: the graph replays the number it was captured with.";
       for (const auto& [step, value] : d.reference_values) {
         if (value == w.candidate) {
@@ -222,6 +259,7 @@ std::string causeText(const RunComparison& c, const Divergence& d) {
         }
       }
       if (d.params.differing.size() > 1) text += fmt::format(" {} more words differ.", d.params.differing.size() - 1);
+      if (!d.moved.empty()) text += fmt::format(" {} pointer(s) also point elsewhere in their allocations.", d.moved.size());
       return text;
     }
     case Cause::kUpstream: {
@@ -458,6 +496,26 @@ void divergenceJson(const RunComparison& c, const Divergence& d, JsonWriter& jso
     }
     json.endArray();
     json.endObject();
+    json.key("moved_pointers").beginArray();
+    for (const MovedPointer& m : d.moved) {
+      json.beginObject();
+      json.key("offset").value(m.offset);
+      json.key("param").value(m.param);
+      json.key("reference_into").value(m.reference_into);
+      json.key("reference_allocation").value(m.reference_allocation);
+      json.key("candidate_into").value(m.candidate_into);
+      json.key("candidate_allocation").value(m.candidate_allocation);
+      json.endObject();
+    }
+    json.endArray();
+    json.key("reference_into_by_step").beginArray();
+    for (const auto& [s, into] : d.reference_into) {
+      json.beginObject();
+      json.key("step").value(s);
+      json.key("into").value(into);
+      json.endObject();
+    }
+    json.endArray();
   }
   if (d.cause == Cause::kStaleInput) json.key("value_of_reference_step").value(d.value_of_step);
   if (d.cause == Cause::kControlFlow) {
