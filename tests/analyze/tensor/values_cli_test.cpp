@@ -253,6 +253,8 @@ TEST(TensorValues, AStaleCopyNamesTheEarlierStepItHolds) {
   EXPECT_EQ(rel["earlier_candidates"][0]["step"].asI64(), 1);
   EXPECT_EQ(rel["earlier_candidates"][2]["run"].asString(), "candidate");
   EXPECT_EQ(rel["earlier_tested"].asU64(), 2u);
+  // Step 0's values are no ratio or offset of step 2's: nothing else holds.
+  EXPECT_EQ(rel["also"].size(), 0u);
   const ToolResult text = runAnalyze({"tensor", "first-divergence", p.eager, p.graph});
   EXPECT_NE(text.out.find("stale: the candidate holds the values of the reference run's earlier launch (step 0, "
                           "invocation 0), bit for bit"),
