@@ -239,27 +239,34 @@ bool findNondeterminism(const RunPair& runs, int side, uint32_t launch_index, ui
   return false;
 }
 
-// The reference's value of a parameter word at each of its steps: the
-// launch of the same kernel with the same rank among its kind in the step.
-std::vector<std::pair<int32_t, uint64_t>> referenceValues(const RunPair& runs, uint32_t launch, const ScalarWord& word) {
-  std::vector<std::pair<int32_t, uint64_t>> values;
-  const TensorRun& run = runs.reference;
+// The reference's launch of the same kernel with the same rank among its
+// kind in each of its steps (at most 64 steps): fn(step, launch).
+template <class Fn>
+void forEachReferenceCounterpart(const RunPair& runs, uint32_t launch, Fn fn) {
   const StepPlan& plan = runs.alignment.plans.reference;
   const int32_t step = plan.stepOf(launch);
-  if (step < 0) return values;
+  if (step < 0) return;
   const uint32_t key = runs.keyOf(0, launch);
   uint32_t rank = 0;
   for (uint32_t l = plan.steps[static_cast<size_t>(step)].first_launch; l < launch; ++l)
     rank += runs.keyOf(0, l) == key ? 1 : 0;
-  for (size_t s = 0; s < plan.steps.size() && values.size() < 64; ++s) {
+  for (size_t s = 0; s < plan.steps.size() && s < 64; ++s) {
     uint32_t seen = 0;
     for (uint32_t l = plan.steps[s].first_launch; l < plan.steps[s].end_launch; ++l) {
       if (runs.keyOf(0, l) != key || seen++ != rank) continue;
-      values.emplace_back(static_cast<int32_t>(s),
-                          paramWord(run.params(run.site(run.launches()[l].site)), word.offset, word.size));
+      fn(static_cast<int32_t>(s), l);
       break;
     }
   }
+}
+
+// The reference's value of a parameter word at each of its steps.
+std::vector<std::pair<int32_t, uint64_t>> referenceValues(const RunPair& runs, uint32_t launch, const ScalarWord& word) {
+  std::vector<std::pair<int32_t, uint64_t>> values;
+  const TensorRun& run = runs.reference;
+  forEachReferenceCounterpart(runs, launch, [&](int32_t step, uint32_t l) {
+    values.emplace_back(step, paramWord(run.params(run.site(run.launches()[l].site)), word.offset, word.size));
+  });
   return values;
 }
 
@@ -300,31 +307,19 @@ std::vector<MovedPointer> movedPointers(const RunPair& runs, const LaunchPair& p
 }
 
 // The reference's offset into the allocation of a moved pointer at each of
-// its steps (the launch of the same kernel with the same rank in the step).
+// its steps.
 std::vector<std::pair<int32_t, uint64_t>> referenceInto(const RunPair& runs, uint32_t launch, uint32_t word_offset) {
   std::vector<std::pair<int32_t, uint64_t>> out;
   const TensorRun& run = runs.reference;
-  const StepPlan& plan = runs.alignment.plans.reference;
-  const int32_t step = plan.stepOf(launch);
-  if (step < 0) return out;
-  const uint32_t key = runs.keyOf(0, launch);
-  uint32_t rank = 0;
-  for (uint32_t l = plan.steps[static_cast<size_t>(step)].first_launch; l < launch; ++l)
-    rank += runs.keyOf(0, l) == key ? 1 : 0;
-  for (size_t s = 0; s < plan.steps.size() && out.size() < 64; ++s) {
-    uint32_t seen = 0;
-    for (uint32_t l = plan.steps[s].first_launch; l < plan.steps[s].end_launch; ++l) {
-      if (runs.keyOf(0, l) != key || seen++ != rank) continue;
-      const RunSite& site = run.site(run.launches()[l].site);
-      for (uint32_t i = 0; i < site.range_count; ++i) {
-        const SiteRange& r = run.rangesOf(site)[i];
-        if (r.offset != word_offset || r.param < 0 || r.base == 0 || r.base > r.ptr) continue;
-        out.emplace_back(static_cast<int32_t>(s), r.ptr - r.base);
-        break;
-      }
+  forEachReferenceCounterpart(runs, launch, [&](int32_t step, uint32_t l) {
+    const RunSite& site = run.site(run.launches()[l].site);
+    for (uint32_t i = 0; i < site.range_count; ++i) {
+      const SiteRange& r = run.rangesOf(site)[i];
+      if (r.offset != word_offset || r.param < 0 || r.base == 0 || r.base > r.ptr) continue;
+      out.emplace_back(step, r.ptr - r.base);
       break;
     }
-  }
+  });
   return out;
 }
 
