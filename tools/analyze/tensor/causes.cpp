@@ -270,6 +270,14 @@ std::vector<std::pair<int32_t, uint64_t>> referenceValues(const RunPair& runs, u
   return values;
 }
 
+// Bytes from a kernel argument's allocation start to its pointer; false when
+// the range names no allocation it lies in.
+bool intoAllocation(const SiteRange& r, uint64_t* into) {
+  if (r.param < 0 || r.base == 0 || r.base > r.ptr) return false;
+  *into = r.ptr - r.base;
+  return true;
+}
+
 // Arguments unmatched on both sides at the same pointer word (their extents
 // differ) whose pointers sit at another offset of their allocations, or in
 // allocations of other sizes.
@@ -277,29 +285,20 @@ std::vector<MovedPointer> movedPointers(const RunPair& runs, const LaunchPair& p
   std::vector<MovedPointer> moved;
   const RunSite& sr = runs.reference.site(runs.reference.launches()[pair.reference].site);
   const RunSite& sc = runs.candidate.site(runs.candidate.launches()[pair.candidate].site);
-  const auto where = [](const SiteRange& r, uint64_t* into, uint64_t* allocation) {
-    if (r.base == 0 || r.base > r.ptr) return false;
-    *into = r.ptr - r.base;
-    *allocation = *into + r.extent;
-    return true;
-  };
-  for (uint32_t i = 0; i < lc.ranges.size(); ++i) {
-    const RangeCompare& a = lc.ranges[i];
-    if (a.candidate_range != kNone32 || a.reference_range == kNone32 || a.param < 0) continue;
-    for (uint32_t j = 0; j < lc.ranges.size(); ++j) {
-      const RangeCompare& b = lc.ranges[j];
-      if (b.reference_range != kNone32 || b.candidate_range == kNone32 || b.offset != a.offset || b.param < 0) continue;
+  for (const RangeCompare& a : lc.ranges) {
+    if (a.candidate_range != kNone32 || a.reference_range == kNone32) continue;
+    for (const RangeCompare& b : lc.ranges) {
+      if (b.reference_range != kNone32 || b.candidate_range == kNone32 || b.offset != a.offset) continue;
+      const SiteRange& r = runs.reference.rangesOf(sr)[a.reference_range];
+      const SiteRange& c = runs.candidate.rangesOf(sc)[b.candidate_range];
       MovedPointer m;
       m.offset = a.offset;
       m.param = a.param;
-      m.reference_range = i;
-      m.candidate_range = j;
-      const SiteRange& r = runs.reference.rangesOf(sr)[a.reference_range];
-      const SiteRange& c = runs.candidate.rangesOf(sc)[b.candidate_range];
-      if (r.dtype != c.dtype || !where(r, &m.reference_into, &m.reference_allocation) ||
-          !where(c, &m.candidate_into, &m.candidate_allocation))
-        break;
-      if (m.reference_into != m.candidate_into || m.reference_allocation != m.candidate_allocation) moved.push_back(m);
+      if (r.dtype == c.dtype && intoAllocation(r, &m.reference_into) && intoAllocation(c, &m.candidate_into)) {
+        m.reference_allocation = m.reference_into + r.extent;
+        m.candidate_allocation = m.candidate_into + c.extent;
+        if (m.reference_into != m.candidate_into || m.reference_allocation != m.candidate_allocation) moved.push_back(m);
+      }
       break;
     }
   }
@@ -315,8 +314,9 @@ std::vector<std::pair<int32_t, uint64_t>> referenceInto(const RunPair& runs, uin
     const RunSite& site = run.site(run.launches()[l].site);
     for (uint32_t i = 0; i < site.range_count; ++i) {
       const SiteRange& r = run.rangesOf(site)[i];
-      if (r.offset != word_offset || r.param < 0 || r.base == 0 || r.base > r.ptr) continue;
-      out.emplace_back(step, r.ptr - r.base);
+      uint64_t into = 0;
+      if (r.offset != word_offset || !intoAllocation(r, &into)) continue;
+      out.emplace_back(step, into);
       break;
     }
   });

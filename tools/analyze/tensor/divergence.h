@@ -124,7 +124,6 @@ struct WriterInfo {
 struct MovedPointer {
   uint32_t offset = 0;  // the pointer word's offset in the parameters
   int32_t param = -1;
-  uint32_t reference_range = kNone32, candidate_range = kNone32;  // into LaunchComparison::ranges
   uint64_t reference_into = 0, reference_allocation = 0;
   uint64_t candidate_into = 0, candidate_allocation = 0;
 };
