@@ -5,7 +5,12 @@ the most bytes, with the kernels whose arguments they are, the range's
 parameter offset and how far past the pointer the block runs. A diagnostic
 for the tensor probes' cost (docs/performance.md).
 
-    python3 tests/gpu/range_bytes.py BUNDLE_OR_DIR ... [--top N]
+--writes adds, by kernel family, the bytes whose fingerprint in one replay
+equals the same range's previous fingerprint in that replay: ranges the
+kernel only read (or rewrote with the same bytes). It bounds what knowing
+each kernel's inputs could save.
+
+    python3 tests/gpu/range_bytes.py BUNDLE_OR_DIR ... [--top N] [--writes]
 """
 import argparse
 import collections
@@ -52,14 +57,61 @@ def report(path, top):
               f"params {sorted(e['params'])[:4]}  {kernels}")
 
 
+FAMILIES = ("gemm", "splitKreduce", "vectorized_elementwise", "unrolled_elementwise", "elementwise_kernel",
+            "reduce_kernel", "multi_tensor_apply", "layer_norm", "fmha", "softmax", "embedding", "nll_loss",
+            "memcpy", "memset")
+
+
+def family(name):
+    low = name.lower()
+    return next((f for f in FAMILIES if f.lower() in low), name[:40] or "unnamed")
+
+
+def writes(path):
+    """Bytes by kernel family, and those unchanged since the range's last
+    fingerprint in the same replay (the middle replay of the bundle)."""
+    b = TensorBundle(str(path))
+    captured = {s["site"]: s for s in b.sites if s["capture"] > 0}
+    obs = [o for o in b.observations if o["site"] in captured]
+    if not obs:
+        return
+    execs = sorted({o["exec"] for o in obs})
+    replay = execs[len(execs) // 2]
+    by_key = {(o["site"], o["range"]): o for o in obs if o["exec"] == replay}
+    last = {}
+    total = collections.Counter()
+    unchanged = collections.Counter()
+    for s in sorted(captured.values(), key=lambda s: (s["capture"], s["node"])):
+        fam = family(b.kernel_name(s))
+        for r in s["ranges"]:
+            o = by_key.get((s["site"], r["index"]))
+            if o is None:
+                continue
+            key = (r["ptr"], r["bytes"])
+            total[fam] += r["bytes"]
+            if last.get(key) == o["hash"]:
+                unchanged[fam] += r["bytes"]
+            last[key] = o["hash"]
+    all_bytes = sum(total.values())
+    all_unchanged = sum(unchanged.values())
+    print(f"{path}: replay {replay}: {all_bytes / 1e9:.3f} GB fingerprinted, {all_unchanged / 1e9:.3f} GB "
+          f"({all_unchanged / max(all_bytes, 1):.2f}) unchanged since the range's previous fingerprint")
+    for fam, v in total.most_common():
+        if v > all_bytes / 200:
+            print(f"  {fam:28s} {v / 1e9:7.3f} GB, unchanged {unchanged[fam] / 1e9:7.3f} GB")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--writes", action="store_true")
     args = ap.parse_args()
     for path in bundles(args.paths):
         try:
             report(path, args.top)
+            if args.writes:
+                writes(path)
         except ValueError as e:
             print(f"{path}: {e}", file=sys.stderr)
     return 0
