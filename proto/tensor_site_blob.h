@@ -5,8 +5,8 @@
 //
 //   SiteBlobHeader, then range_count SiteBlobRange, then pointer_count
 //   SiteBlobPointer, then (an explicit probe's, when shape_bytes is not 0) a
-//   SiteBlobShape with its ndim sizes and ndim strides (int64 each); all
-//   little-endian, packed as declared.
+//   SiteBlobShape with its ndim sizes and ndim strides (int64 each), then
+//   reuse_count SiteBlobReuse; all little-endian, packed as declared.
 #pragma once
 
 #include <cstddef>
@@ -61,8 +61,10 @@ struct SiteBlobHeader {
   uint64_t copy_source;
   uint32_t copy_kind;
   uint32_t shape_bytes;    // bytes of the SiteBlobShape section (0: none)
+  uint32_t reuse_count;    // SiteBlobReuse entries after it
+  uint32_t reserved;
 };
-static_assert(sizeof(SiteBlobHeader) == 144);
+static_assert(sizeof(SiteBlobHeader) == 152);
 
 struct SiteBlobRange {
   uint64_t ptr;
@@ -82,6 +84,17 @@ struct SiteBlobPointer {
   uint16_t reserved;
 };
 static_assert(sizeof(SiteBlobPointer) == 8);
+
+// A range not fingerprinted at this site: a known input whose observation is
+// that of range `source_range` of site `source_site` (TensorRange.reuse_site;
+// collectors/tensor/known_inputs.h).
+struct SiteBlobReuse {
+  uint64_t source_site;
+  uint32_t source_range;
+  uint16_t range;
+  uint16_t reserved;
+};
+static_assert(sizeof(SiteBlobReuse) == 16);
 
 // The shape of an explicit probe's tensor (its one range): sizes and
 // strides in elements, as torch gives them; ndim 0 is a 0-d tensor.
@@ -112,9 +125,9 @@ inline constexpr size_t siteShapeBytes(size_t ndim, size_t expected_blobs = 0) {
   return sizeof(SiteBlobShape) + 16 * ndim + (expected_blobs != 0 ? sizeof(SiteBlobCheck) + 8 * expected_blobs : 0);
 }
 
-inline constexpr size_t siteBlobBytes(size_t ranges, size_t pointers, size_t shape_bytes = 0) {
+inline constexpr size_t siteBlobBytes(size_t ranges, size_t pointers, size_t shape_bytes = 0, size_t reuses = 0) {
   return sizeof(SiteBlobHeader) + ranges * sizeof(SiteBlobRange) +
-         pointers * sizeof(SiteBlobPointer) + shape_bytes;
+         pointers * sizeof(SiteBlobPointer) + shape_bytes + reuses * sizeof(SiteBlobReuse);
 }
 
 // A read-only view of a received blob. valid() is false for a blob that is
@@ -125,7 +138,9 @@ class SiteBlobView {
     if (size < sizeof(SiteBlobHeader)) return;
     std::memcpy(&header_, data_, sizeof(header_));
     if (header_.magic != kSiteBlobMagic) return;
-    if (size < siteBlobBytes(header_.range_count, header_.pointer_count, header_.shape_bytes)) return;
+    if (header_.reuse_count > header_.range_count ||
+        size < siteBlobBytes(header_.range_count, header_.pointer_count, header_.shape_bytes, header_.reuse_count))
+      return;
     if (header_.shape_bytes != 0) {
       if (header_.shape_bytes < sizeof(SiteBlobShape)) return;
       std::memcpy(&shape_, shapeData(), sizeof(shape_));
@@ -153,6 +168,16 @@ class SiteBlobView {
                     i * sizeof(SiteBlobPointer),
                 sizeof(p));
     return p;
+  }
+  // The ranges not fingerprinted here (reuseCount() of them).
+  size_t reuseCount() const { return header_.reuse_count; }
+  SiteBlobReuse reuse(size_t i) const {
+    SiteBlobReuse r;
+    std::memcpy(&r,
+                data_ + siteBlobBytes(header_.range_count, header_.pointer_count, header_.shape_bytes) +
+                    i * sizeof(SiteBlobReuse),
+                sizeof(r));
+    return r;
   }
   // An explicit probe's shape (hasShape()): its dims, size and stride of each.
   bool hasShape() const { return has_shape_; }

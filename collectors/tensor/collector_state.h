@@ -13,6 +13,7 @@
 #include "collectors/tensor/device_state.h"
 #include "collectors/tensor/fingerprint_abi.h"
 #include "collectors/tensor/kernel_table.h"
+#include "collectors/tensor/known_inputs.h"
 #include "collectors/tensor/live_map.h"
 #include "collectors/tensor/param_scan.h"
 #include "collectors/tensor/probe_rules.h"
@@ -53,6 +54,8 @@ void pushStatus(TensorStatus status, const std::string& detail, int device = -1,
                 uint64_t device_bytes = 0, uint64_t slots = 0);
 // The maps a parameter word is looked up in, as of now.
 LiveMaps liveMaps();
+// The library call the calling thread is in (depth 0: none).
+const LibraryOperands& libraryOperands();
 
 // ---- kernel_describe.cpp -------------------------------------------------
 
@@ -102,9 +105,21 @@ struct Scratch {
   alignas(8) uint8_t params[kMaxParamsBytes];
   proto::SiteBlobRange ranges[kMaxRanges];
   proto::SiteBlobPointer pointers[kMaxPointers];
-  alignas(8) uint8_t blob[proto::siteBlobBytes(kMaxRanges, kMaxPointers, proto::siteShapeBytes(proto::kMaxProbeDims, proto::kMaxExpectedBlobs))];
+  alignas(8) uint8_t blob[proto::siteBlobBytes(kMaxRanges, kMaxPointers,
+                                               proto::siteShapeBytes(proto::kMaxProbeDims, proto::kMaxExpectedBlobs),
+                                               kMaxRanges)];
   ::tcgd::tensor::FingerprintParams fingerprint;
   PendingTable pending;  // the thread's captured fingerprint nodes beside their streams
+  // Known inputs (known_inputs.h) of the launch being probed, and what the
+  // site does with them: the ranges it writes (for the overlap), the ones it
+  // fingerprints, and the reuses of earlier fingerprints.
+  bool known[kMaxRanges];
+  bool reused[kMaxRanges];
+  proto::SiteBlobRange written[kMaxRanges];
+  proto::SiteBlobRange read[kMaxRanges];
+  uint16_t read_index[kMaxRanges];
+  proto::SiteBlobReuse reuses[kMaxRanges];
+  ReuseTable reuse_table;  // the thread's ranges fingerprinted in the current capture
 };
 // Once, before the first scratch() (false: no thread-exit key, no probes).
 bool prepareScratch();
@@ -127,6 +142,7 @@ struct Probe {
   uint64_t copy_source = 0;
   uint32_t copy_kind = 0;
   bool scan_complete = false;  // every pointer word of the work was looked at (capture_overlap.h)
+  bool known_inputs = false;   // Scratch::known holds the known inputs of its ranges
   // An explicit probe's shape (its one range): ndim sizes and strides.
   bool has_shape = false;
   uint32_t ndim = 0;
@@ -139,6 +155,11 @@ struct Probe {
 };
 // Fingerprints the ranges of `scan` after the launch and describes the site.
 void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch);
+
+// The calling thread did captured work: a thread whose reuse table
+// (known_inputs.h) holds entries forgets them when it captures again after
+// another thread did.
+void noteCapturingThread();
 
 // A forked child's: the state of site_probe.cpp and kernel_describe.cpp.
 void resetProbesInChild();

@@ -9,6 +9,7 @@
 #include "collectors/tensor/driver_calls.h"
 #include "collectors/tensor/kernel_demangle.h"
 #include "collectors/tensor/kernel_dtype.h"
+#include "collectors/tensor/known_inputs.h"
 #include "collectors/tensor/tensor_counters.h"
 #include "emit.h"
 
@@ -94,6 +95,11 @@ void describeKernel(KernelInfo* k, const char* probe_name = nullptr) {
     k->params_bytes = end;
   }
   k->param_status = static_cast<uint32_t>(status);
+  // ATen's single-output elementwise kernels name their inputs.
+  if (k->family == 1 || k->family == 2) {
+    const int16_t data = atenDataParam(demangled);
+    if (data >= 0 && static_cast<uint32_t>(data) < k->param_count) k->data_array = static_cast<uint16_t>(data + 1);
+  }
 
   uint64_t name_blob = 0, layout_blob = 0;
   if (!mangled.empty())

@@ -26,6 +26,9 @@ struct KernelInfo {
   uint8_t family = 0;          // 1 CUkernel, 2 CUfunction, 3 pseudo (copies, sets), 0 unknown
   uint8_t dtype = 0;           // tensor::Dtype inferred from the name
   uint16_t param_count = 0;    // 0: layout unknown
+  // 1 + the parameter index of ATen's data array (its output, then its
+  // inputs: known_inputs.h); 0 none (zero: the table stays in zero pages).
+  uint16_t data_array = 0;
   uint32_t params_bytes = 0;   // end of the last parameter
   uint32_t param_status = 0;   // CUresult of the first failing layout query, 0 when known
   uint32_t layout_first = 0;   // index of its first (offset, size) pair in the layout pool

@@ -149,6 +149,11 @@ struct ProbeRule {
   // stream's next kernel when that kernel cannot write what it reads (on;
   // collectors/tensor/capture_overlap.h), or stays in the stream's order.
   bool overlap = true;
+  // reuse=on|off (fingerprint only): whether a known input of a captured
+  // launch that nothing captured since could have written reuses the
+  // earlier node's fingerprint instead of being fingerprinted again (on;
+  // collectors/tensor/known_inputs.h).
+  bool reuse = true;
   // check only: reference=PATH, the .tcgd-tensor bundle compared with (a
   // fingerprint or record run of the same program, usually eager); abort
   // (an item without '=') stops the job at the first failure; rtol=X and
@@ -182,7 +187,7 @@ inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
     "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
-    "probes=on|off|only, workspaces=on|off, overlap=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
+    "probes=on|off|only, workspaces=on|off, overlap=on|off, reuse=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
     "values=N; record[:KEY=VALUE,...] the same keys and bytes=N[K|M|G], run-bytes=N[K|M|G]; "
     "check:reference=PATH[,abort][,rtol=X][,atol=Y] takes the same keys (one check rule at most) "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
@@ -260,10 +265,10 @@ inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations",
                                              "dtype",  "copies",      "workspaces", "overlap",
                                              "every",  "lines",       "bytes",      "run-bytes",
                                              "values", "reference",   "rtol",       "atol",
-                                             "probes"};
+                                             "probes", "reuse"};
 inline constexpr const char* kKeyList =
     "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, "
-    "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol, probes";
+    "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol, probes, reuse";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -656,8 +661,11 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
     }
     return true;
   }
-  // copies, workspaces, overlap
-  bool& flag = key == "copies" ? r->copies : key == "workspaces" ? r->workspaces : r->overlap;
+  // copies, workspaces, overlap, reuse
+  bool& flag = key == "copies"       ? r->copies
+               : key == "workspaces" ? r->workspaces
+               : key == "reuse"      ? r->reuse
+                                     : r->overlap;
   if (value == "on" || value == "1" || value == "true" || value == "yes") {
     flag = true;
   } else if (value == "off" || value == "0" || value == "false" || value == "no") {

@@ -193,6 +193,22 @@ bool deviceReadyFor(const CaptureFacts& capture, bool count_skips) {
 
 }  // namespace
 
+// ---- the thread that captured last (known_inputs.h) -------------------------
+
+namespace {
+std::atomic<uint64_t> g_capturing_thread{0};
+
+// True when another thread did captured work since the calling thread's
+// last (which makes the calling thread the last).
+bool anotherThreadCaptured() {
+  const uint64_t me = threadId();
+  if (g_capturing_thread.load(std::memory_order_relaxed) == me) return false;
+  return g_capturing_thread.exchange(me, std::memory_order_relaxed) != me;
+}
+}  // namespace
+
+void noteCapturingThread() { (void)anotherThreadCaptured(); }
+
 // ---- capture state ----------------------------------------------------------
 
 CaptureFacts captureFacts(CUstream stream, bool per_thread) {
@@ -277,16 +293,48 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   // allows (capture_overlap.h); a node pending there joins this work first
   // when the rule does not.
   const ProbeRule& rule = settings().rules.rule(static_cast<size_t>(p.rule));
+  // An explicit probe is no work of the job's: it writes nothing (and no
+  // new node of the job's is on the stream to wait for anything).
+  const bool probe = p.kind == SiteKind::kProbe;
+  const bool complete = p.scan_complete && scan.ranges_dropped == 0;
+  // Captured: the known inputs (known_inputs.h) are not written, and those
+  // fingerprinted earlier in the capture and not written since reuse that
+  // fingerprint.
+  const uint32_t range_count = scan.range_count;
+  uint32_t reuse_count = 0;
+  bool* const reused = scratch.reused;
+  for (uint32_t i = 0; i < range_count; ++i) reused[i] = false;
+  ReuseTable& table = scratch.reuse_table;
+  if (p.capture.captured && !probe) {
+    table.begin(p.capture.id, anotherThreadCaptured());
+    const bool may_reuse = rule.reuse && rule.action == ProbeAction::kFingerprint && p.expected_blobs == 0;
+    if (p.known_inputs && may_reuse) {
+      for (uint32_t i = 0; i < range_count; ++i) {
+        if (!scratch.known[i]) continue;
+        const ReuseEntry* e = table.find(scan.ranges[i], static_cast<uint32_t>(p.rule));
+        if (e == nullptr) continue;
+        reused[i] = true;
+        scratch.reuses[reuse_count++] = proto::SiteBlobReuse{e->site, e->range, static_cast<uint16_t>(i), 0};
+      }
+    }
+  }
   OverlapPlan plan;
   bool beside = false;
   if (p.capture.captured) {
     WriteSet work;
-    // An explicit probe is no work of the job's: it writes nothing (and
-    // no new node of the job's is on the stream to wait for anything).
-    const bool probe = p.kind == SiteKind::kProbe;
-    work.ranges = scan.ranges;
-    work.range_count = probe ? 0 : scan.range_count;
-    work.complete = p.scan_complete && scan.ranges_dropped == 0;
+    uint32_t written = 0;
+    if (!probe) {
+      if (p.known_inputs) {
+        for (uint32_t i = 0; i < range_count; ++i)
+          if (!scratch.known[i]) scratch.written[written++] = scan.ranges[i];
+        work.ranges = scratch.written;
+      } else {
+        work.ranges = scan.ranges;
+        written = range_count;
+      }
+    }
+    work.range_count = written;
+    work.complete = complete;
     work.touches_workspaces = scan.ranges_workspace != 0;
     if (rule.overlap) {
       beside = overlapBegin(scratch.pending, stream, p.capture.id, work, &plan);
@@ -297,23 +345,34 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   bool launched = false;
   // A fingerprint launch takes at most kMaxRangesPerLaunch ranges and, with
   // a region, at most kScratchChunks chunks (a range of more alone, without).
-  for (uint32_t begin = 0, n = 0; status == 0 && begin < scan.range_count; begin += n) {
+  // Reused ranges are skipped; the ones fingerprinted are kept in
+  // scratch.read (what the fingerprint nodes read).
+  uint32_t read_count = 0;
+  for (uint32_t next = 0; status == 0;) {
     uint32_t chunks = 0;
-    n = 0;
-    while (begin + n < scan.range_count && n < kMaxRangesPerLaunch) {
+    uint32_t n = 0;
+    while (next < range_count && n < kMaxRangesPerLaunch) {
+      if (reused[next]) {
+        ++next;
+        continue;
+      }
       FingerprintRange& f = fp.ranges[n];
-      const SiteBlobRange& r = scan.ranges[begin + n];
+      const SiteBlobRange& r = scan.ranges[next];
       f.ptr = r.ptr;
       f.bytes = r.bytes;
       ::tcgd::tensor::setChunking(f);
       if (region != 0 && n != 0 && chunks + f.chunks > ::tcgd::tensor::kScratchChunks) break;
       f.first_chunk = chunks;
-      f.index = static_cast<uint16_t>(begin + n);
+      f.index = static_cast<uint16_t>(next);
       f.dtype = r.dtype;
       f.reserved2 = 0;
       chunks += f.chunks;
+      scratch.read_index[read_count] = static_cast<uint16_t>(next);
+      scratch.read[read_count++] = r;
       ++n;
+      ++next;
     }
+    if (n == 0) break;
     // A captured fingerprint launch counts its own executions (its replay
     // index) in a SiteState of its own; a site with more ranges than one
     // launch takes has several launches, each with its own count, all equal
@@ -354,8 +413,24 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     }
   }
   if (beside) {
-    overlapEnd(scratch.pending, stream, p.capture.id, plan, launched, scan.ranges, scan.range_count,
-               rule.workspaces);
+    overlapEnd(scratch.pending, stream, p.capture.id, plan, launched, scratch.read, read_count, rule.workspaces);
+  }
+  if (p.capture.captured && !probe) {
+    // What this work may have written is no longer as fingerprinted before;
+    // what it fingerprinted now is. Work not wholly scanned may have
+    // written anything.
+    if (!complete) {
+      table.clear();
+    } else {
+      for (uint32_t i = 0; i < range_count; ++i) {
+        if (p.known_inputs && scratch.known[i]) continue;
+        const SiteBlobRange& r = scan.ranges[i];
+        table.forget(r.base != 0 ? r.base : r.ptr, r.ptr + std::max(r.extent, r.bytes));
+      }
+      if (status == 0 && rule.reuse && rule.action == ProbeAction::kFingerprint && p.expected_blobs == 0)
+        for (uint32_t i = 0; i < read_count; ++i)
+          table.remember(scratch.read[i], site, scratch.read_index[i], static_cast<uint32_t>(p.rule));
+    }
   }
 
   const uint64_t params_blob =
@@ -389,7 +464,8 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   h.copy_source = p.copy_source;
   h.copy_kind = p.copy_kind;
   h.shape_bytes = p.has_shape ? static_cast<uint32_t>(proto::siteShapeBytes(p.ndim, p.expected_blobs)) : 0;
-  const size_t bytes = proto::siteBlobBytes(scan.range_count, scan.pointer_count, h.shape_bytes);
+  h.reuse_count = reuse_count;
+  const size_t bytes = proto::siteBlobBytes(scan.range_count, scan.pointer_count, h.shape_bytes, reuse_count);
   std::memcpy(scratch.blob, &h, sizeof(h));
   std::memcpy(scratch.blob + sizeof(h), scan.ranges, scan.range_count * sizeof(SiteBlobRange));
   std::memcpy(scratch.blob + sizeof(h) + scan.range_count * sizeof(SiteBlobRange), scan.pointers,
@@ -409,6 +485,10 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
       std::memcpy(check + sizeof(p.check), p.expected_ids, 8 * p.expected_blobs);
     }
   }
+  if (reuse_count != 0) {
+    std::memcpy(scratch.blob + proto::siteBlobBytes(scan.range_count, scan.pointer_count, h.shape_bytes),
+                scratch.reuses, reuse_count * sizeof(proto::SiteBlobReuse));
+  }
   uint64_t blob = 0;
   if (!agent::emitBlob(BlobKind::kTensorSite, scratch.blob, static_cast<uint32_t>(bytes), &blob) ||
       !agent::emit(kRecordTensorSite, RecordClass::kTensor, static_cast<uint8_t>(p.kind), blob, site,
@@ -421,6 +501,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     for (uint32_t i = 0; i < scan.ranges_dropped; ++i) count(kRangesDropped);
   for (uint32_t i = 0; i < scan.ranges_truncated; ++i) count(kRangesTruncated);
   for (uint32_t i = 0; i < scan.ranges_workspace; ++i) count(kRangesWorkspace);
+  for (uint32_t i = 0; i < reuse_count; ++i) count(kRangesReused);
 }
 
 void resetProbesInChild() {

@@ -234,7 +234,12 @@ CUstream driverStream(CUstream stream, bool per_thread) {
 void joinPending(CUstream stream, bool per_thread) {
   if (!captureTracker().anyActive()) return;
   Scratch* sc = scratch();
-  if (sc == nullptr || sc->pending.used == 0) return;
+  if (sc == nullptr) return;
+  // Work tcgd did not scan may write anything: no earlier fingerprint of
+  // this thread's capture is reused after it (known_inputs.h).
+  sc->reuse_table.clear();
+  noteCapturingThread();
+  if (sc->pending.used == 0) return;
   overlapJoin(sc->pending, driverStream(stream, per_thread));
 }
 
@@ -385,6 +390,19 @@ bool probeLaunch(const KernelLaunch& launch) {
   p.params = sc->params;
   p.params_bytes = params_bytes;
   p.scan_complete = r.args.empty();
+  // Captured: which ranges it only reads (known_inputs.h), when its
+  // pointer words were all kept.
+  const LibraryOperands& operands = libraryOperands();
+  if (sel.capture.captured && scan.pointer_count < limits.max_pointers && (operands.depth != 0 || k->data_array != 0)) {
+    uint32_t data_offset = 0, data_size = 0;
+    if (k->data_array != 0 && launch.params != nullptr) {
+      data_offset = kernels().layoutOffsets()[k->layout_first + k->data_array - 1u];
+      data_size = kernels().layoutSizes()[k->layout_first + k->data_array - 1u];
+    }
+    markKnownInputs(scan.ranges, scan.range_count, scan.pointers, scan.pointer_count,
+                    operands.depth != 0 ? &operands : nullptr, data_offset, data_size, sc->known);
+    p.known_inputs = true;
+  }
   finishProbe(p, scan, *sc);
   return true;
 }
@@ -576,6 +594,37 @@ int graphExecUpdated(CUresult result) {
       "cuGraphExecUpdate: an updated graph runs the probes of the graph it was updated from; their "
       "replay indices count from that graph's first replay");
   return 0;
+}
+
+namespace {
+thread_local LibraryOperands t_operands __attribute__((tls_model("initial-exec")));
+}  // namespace
+
+namespace detail {
+const LibraryOperands& libraryOperands() { return t_operands; }
+}  // namespace detail
+
+void libraryCallBegin(const uint64_t* inputs, uint32_t input_count, const uint64_t* outputs,
+                      uint32_t output_count) {
+  if (!enabled()) return;
+  LibraryOperands& o = t_operands;
+  if (o.depth++ == 0) o.input_count = o.output_count = 0;
+  for (uint32_t i = 0; i < input_count && o.input_count < LibraryOperands::kMax; ++i)
+    if (inputs[i] != 0) o.inputs[o.input_count++] = inputs[i];
+  // An output that does not fit makes every input unknown: none is taken.
+  for (uint32_t i = 0; i < output_count; ++i) {
+    if (outputs[i] == 0) continue;
+    if (o.output_count == LibraryOperands::kMax) {
+      o.input_count = 0;
+      break;
+    }
+    o.outputs[o.output_count++] = outputs[i];
+  }
+}
+
+void libraryCallEnd() {
+  LibraryOperands& o = t_operands;
+  if (o.depth != 0 && --o.depth == 0) o.input_count = o.output_count = 0;
 }
 
 void workspaceSet(uint64_t ptr, uint64_t bytes) {

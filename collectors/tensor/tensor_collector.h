@@ -78,6 +78,15 @@ int graphExecUpdated(CUresult result);
 // are handed, left out of their ranges unless a rule says workspaces=on.
 void workspaceSet(uint64_t ptr, uint64_t bytes);
 
+// A library call whose API declares some operands read-only (interpose/
+// cublas_hooks.cpp: cuBLAS's GEMMs): until libraryCallEnd(), the kernels the
+// calling thread launches take `inputs` as known inputs unless they are also
+// among `outputs` (known_inputs.h). A nested call adds to the outer one's
+// operands. Two thread-local stores when probes are on; nothing when off.
+void libraryCallBegin(const uint64_t* inputs, uint32_t input_count, const uint64_t* outputs,
+                      uint32_t output_count);
+void libraryCallEnd();
+
 // Driver memory records (hooks.def, class driver_memory), by record type and
 // words, before a release is forwarded and after an allocation returned:
 // keeps the driver-allocation maps. `caller` is the record's caller word.

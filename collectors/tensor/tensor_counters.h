@@ -32,6 +32,7 @@ enum TensorCounter : uint32_t {
   kOverlapFailed,              // a driver call of the overlap failed: the node stayed on the stream
   kProbesUnknownMemory,        // explicit probes refused: their bytes lie in no allocation tcgd knows
   kChecksWithoutStaging,       // tcgd_check calls under rules that record no values (not observed)
+  kRangesReused,               // known inputs of captured launches that reused an earlier fingerprint (known_inputs.h)
   kCounterCount,
 };
 
@@ -41,7 +42,7 @@ inline constexpr const char* kTensorCounterNames[] = {
     "no_params",       "kernel_table_full",  "ranges_dropped",    "ranges_truncated",
     "manual_graph_nodes", "graph_exec_updates", "no_scratch",
     "ranges_workspace", "overlap_nodes",     "overlap_joins",     "overlap_failed",
-    "probes_unknown_memory", "checks_without_staging",
+    "probes_unknown_memory", "checks_without_staging", "ranges_reused",
 };
 static_assert(std::size(kTensorCounterNames) == kCounterCount);
 

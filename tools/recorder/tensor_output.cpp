@@ -74,6 +74,13 @@ void fillSite(uint64_t sequence, const channel::Record& r, const proto::SiteBlob
       }
     }
   }
+  for (size_t i = 0; i < v.reuseCount(); ++i) {
+    const proto::SiteBlobReuse u = v.reuse(i);
+    if (u.range >= h.range_count) continue;
+    bundle::TensorRange* out = s->mutable_ranges(u.range);
+    out->set_reuse_site(u.source_site);
+    out->set_reuse_range(u.source_range);
+  }
   for (size_t i = 0; i < h.pointer_count; ++i) {
     const proto::SiteBlobPointer p = v.pointer(i);
     s->add_pointer_offsets(p.offset);

@@ -149,6 +149,12 @@ TEST(ProbeRules, WhatEngineersType) {
   {
     const ProbeRule p = parse("print:overlap=off").rules.at(0);
     EXPECT_FALSE(p.overlap);
+    EXPECT_TRUE(p.reuse);  // known inputs reuse earlier fingerprints unless told not to
+  }
+  {
+    const ProbeRule p = parse("fingerprint:reuse=off").rules.at(0);
+    EXPECT_FALSE(p.reuse);
+    EXPECT_TRUE(p.overlap);
   }
 }
 
@@ -281,11 +287,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadRule{"fingerprint:kernal=~x",
                 "rule 1: unknown key 'kernal' (did you mean 'kernel'? expected one of kernel, "
                 "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, "
-                "bytes, run-bytes, values, reference, rtol, atol, probes)"},
+                "bytes, run-bytes, values, reference, rtol, atol, probes, reuse)"},
         BadRule{"fingerprint:size=1",
                 "rule 1: unknown key 'size' (expected one of kernel, exclude, invocations, when, "
                 "graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values, "
-                "reference, rtol, atol, probes)"},
+                "reference, rtol, atol, probes, reuse)"},
         BadRule{"fingerprint:bytes=1M", "rule 1: bytes= is an option of record (record:bytes=N)"},
         BadRule{"record:probes=some", "rule 1: probes=some: expected on, off or only"},
         BadRule{"print:run-bytes=1G", "rule 1: run-bytes= is an option of record (record:run-bytes=N)"},

@@ -750,6 +750,82 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
   }
 }
 
+// Known inputs (known_inputs.h): ATen's add reads its data array's inputs,
+// a GEMM made inside cuBLAS (through a library opened RTLD_LOCAL, as torch
+// is) reads A and B. In the capture, a known input that an earlier node
+// fingerprinted and nothing wrote since names that node's observation
+// instead of being fingerprinted again; eager launches and reuse=off
+// fingerprint everything. The program's steps: reuseProgram.
+TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameBytes) {
+  for (const char* rules : {"fingerprint", "fingerprint:reuse=off"}) {
+    SCOPED_TRACE(rules);
+    const bool reuse = std::string(rules) == "fingerprint";
+    TempDir dir;
+    const ProgramRun run = runUnderAgent(dir, rules, "reuse", {"FAKE_CUDA_GRAPH_ORDER=latest"});
+    ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+    const TensorBundle b = readTensorBundle(run.tensor_bundle);
+    ASSERT_TRUE(b.has_trailer);
+    std::vector<const bundle::TensorSite*> eager, captured;
+    for (const auto& site : b.sites) (site.capture() > 0 ? captured : eager).push_back(&site);
+    ASSERT_EQ(eager.size(), 5u);
+    ASSERT_EQ(captured.size(), 5u);
+    const uint64_t a = run.values.at("a"), bb = run.values.at("b"), c = run.values.at("c"), d = run.values.at("d");
+    // The range of `site` starting at `ptr`.
+    const auto range = [](const bundle::TensorSite* site, uint64_t ptr) -> const bundle::TensorRange* {
+      for (const auto& r : site->ranges())
+        if (r.ptr() == ptr) return &r;
+      return nullptr;
+    };
+    const auto rows = [&](const bundle::TensorSite* site, const bundle::TensorRange* r) {
+      size_t n = 0;
+      for (const auto& row : b.of(site->site())) n += row.range == r->index();
+      return n;
+    };
+    for (const auto* site : eager)
+      for (const auto& r : site->ranges()) EXPECT_EQ(r.reuse_site(), 0u) << "eager site " << site->site();
+    // site index, pointer, the site index it reuses (-1: fingerprinted there).
+    struct Want {
+      size_t site;
+      uint64_t ptr;
+      int from;
+    };
+    const Want wants[] = {{0, a, -1}, {1, c, -1}, {1, a, 0},  {1, bb, -1}, {2, c, 1},  {2, bb, 1},
+                          {2, d, -1}, {3, bb, -1}, {4, c, -1}, {4, bb, 3},  {4, a, 0}};
+    for (const Want& w : wants) {
+      SCOPED_TRACE("captured site " + std::to_string(w.site) + " ptr " + std::to_string(w.ptr));
+      const bundle::TensorRange* r = range(captured[w.site], w.ptr);
+      ASSERT_NE(r, nullptr);
+      if (reuse && w.from >= 0) {
+        const bundle::TensorSite* source = captured[static_cast<size_t>(w.from)];
+        EXPECT_EQ(r->reuse_site(), source->site());
+        const bundle::TensorRange* s = range(source, w.ptr);
+        ASSERT_NE(s, nullptr);
+        EXPECT_EQ(r->reuse_range(), s->index());
+        EXPECT_EQ(rows(captured[w.site], r), 0u);  // not fingerprinted here
+        EXPECT_EQ(rows(source, s), 3u);            // the observation it names, in every replay
+      } else {
+        EXPECT_EQ(r->reuse_site(), 0u);
+        EXPECT_EQ(rows(captured[w.site], r), 3u);
+      }
+    }
+    // What the reused observations stand for: a = 2^(r+1) after step 0,
+    // read unchanged by steps 1 and 4, whatever order the replay ran the
+    // independent fingerprint nodes in.
+    for (const auto& row : b.of(captured[0]->site())) {
+      EXPECT_EQ(row.minimum, std::pow(2.0, row.exec + 1)) << "replay " << row.exec;
+      EXPECT_EQ(row.maximum, std::pow(2.0, row.exec + 1)) << "replay " << row.exec;
+    }
+    ASSERT_FALSE(b.counters.empty());
+    const auto& counted = b.counters.back().skipped();
+    const auto counter = [&](const char* name) { return counted.count(name) ? counted.at(name) : 0u; };
+    EXPECT_EQ(counter("ranges_reused"), reuse ? 5u : 0u);
+    EXPECT_EQ(counter("overlap_failed"), 0u);
+    // Known inputs are no writes whether reused or not: only b *= 3 waits,
+    // and only when the GEMM's fingerprint node reads b.
+    EXPECT_EQ(counter("overlap_joins"), reuse ? 0u : 1u);
+  }
+}
+
 TEST_F(TensorPipeline, WithoutTensorRulesNoTensorBundleIsWritten) {
   TempDir dir;
   const ProgramRun run = runUnderAgent(dir, "off");

@@ -9,7 +9,8 @@
 // "workspace" first hands cuBLAS (a stand-in, fake_cublas.cpp, reached
 // through a library opened with dlopen(RTLD_LOCAL) as torch is) a workspace
 // and launches the kernel on it and on a pointer into it; "overlap" runs
-// overlapProgram instead (below); "probe" runs probeProgram (below).
+// overlapProgram instead (below); "probe" runs probeProgram (below);
+// "reuse" runs reuseProgram (below).
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -104,6 +105,112 @@ int overlapProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, u
     std::memcpy(&bits, ha, 4);
     return bits;
   }());
+  std::fflush(stdout);
+  return 0;
+}
+
+// add: ATen's vectorized_elementwise_kernel<4, CUDAFunctor_add<float>,
+// std::array<char*, 3>>(int n, functor, data): data[0][i] = data[1][i] +
+// data[2][i], its output first.
+constexpr const char* kAtenAdd =
+    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_";
+void addBody(void* const* params, const uint32_t*, const uint32_t*, void*) {
+  const int n = *static_cast<const int*>(params[0]);
+  char* const* data = static_cast<char* const*>(params[2]);
+  auto* out = reinterpret_cast<float*>(data[0]);
+  const auto* x = reinterpret_cast<const float*>(data[1]);
+  const auto* y = reinterpret_cast<const float*>(data[2]);
+  for (int i = 0; i < n; ++i) out[i] = x[i] + y[i];
+}
+
+// gemm(A, B, C): C[i] = A[i] * B[i] (what cuBLAS computes does not matter
+// here: which pointers it takes does), 1024 elements.
+void gemmBody(void* const* params, const uint32_t*, const uint32_t*, void*) {
+  const auto* x = *static_cast<const float* const*>(params[0]);
+  const auto* y = *static_cast<const float* const*>(params[1]);
+  float* out = *static_cast<float* const*>(params[2]);
+  for (int i = 0; i < 1024; ++i) out[i] = x[i] * y[i];
+}
+
+struct FakeGemm {  // fake_cublas.cpp's handle
+  CUfunction kernel;
+  CUstream stream;
+  unsigned grid;
+};
+
+// "reuse": known inputs of captured launches (known_inputs.h). a holds
+// ones, b twos. Captured on s:
+//   0 a *= 2                       writes a
+//   1 c = a + b   (ATen's add)     a and b its known inputs: a reuses 0's
+//   2 d = gemm(c, b) in cuBLAS     c reuses 1's, b reuses 1's
+//   3 b *= 3                       writes b
+//   4 c = b + a   (ATen's add)     b reuses 3's (written there), a reuses 0's
+// The same five eagerly first (nothing reused there). Three replays.
+int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements) {
+  CUresult r;
+  CUdeviceptr c = 0, d = 0;
+  if ((r = cuMemAlloc_v2(&c, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc c", r);
+  if ((r = cuMemAlloc_v2(&d, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc d", r);
+  const uint32_t add_offsets[] = {0, 4, 8}, add_sizes[] = {4, 1, 24};
+  auto* add = static_cast<CUfunction>(fake_cuda_make_kernel_params(kAtenAdd, 2, 3, add_offsets, add_sizes));
+  fake_cuda_set_kernel_body(add, addBody, nullptr);
+  const uint32_t gemm_offsets[] = {0, 8, 16}, gemm_sizes[] = {8, 8, 8};
+  auto* gemm = static_cast<CUfunction>(
+      fake_cuda_make_kernel_params("sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8", 2, 3, gemm_offsets, gemm_sizes));
+  fake_cuda_set_kernel_body(gemm, gemmBody, nullptr);
+  void* consumer = dlopen(CUBLAS_CONSUMER, RTLD_NOW | RTLD_LOCAL);
+  using GemmFn = int (*)(void*, const float*, const float*, float*);
+  auto gemm_call = consumer != nullptr ? reinterpret_cast<GemmFn>(dlsym(consumer, "tcgdTestGemm")) : nullptr;
+  if (gemm_call == nullptr) return fail("dlopen of the cuBLAS consumer", CUDA_ERROR_NOT_FOUND);
+  FakeGemm handle{gemm, s, elements / 256};
+  float* ha = reinterpret_cast<float*>(a);
+  float* hb = reinterpret_cast<float*>(b);
+  for (uint32_t i = 0; i < elements; ++i) {
+    ha[i] = 1.0f;
+    hb[i] = 2.0f;
+  }
+  float two = 2.0f, three = 3.0f;
+  int n = static_cast<int>(elements);
+  char functor = 0;
+  CUdeviceptr cab[3] = {c, a, b}, cba[3] = {c, b, a};
+  void* a2[] = {&a, &two};
+  void* b3[] = {&b, &three};
+  void* add_ab[] = {&n, &functor, cab};
+  void* add_ba[] = {&n, &functor, cba};
+  const uint32_t blocks = elements / 256;
+  const auto work = [&]() -> int {
+    if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, a2, nullptr)) != CUDA_SUCCESS) return fail("a *= 2", r);
+    if ((r = cuLaunchKernel(add, blocks, 1, 1, 256, 1, 1, 0, s, add_ab, nullptr)) != CUDA_SUCCESS) return fail("c = a + b", r);
+    if (const int status = gemm_call(&handle, reinterpret_cast<const float*>(c), reinterpret_cast<const float*>(b),
+                                     reinterpret_cast<float*>(d));
+        status != 0) {
+      std::fprintf(stderr, "cublasSgemm_v2 returned %d\n", status);
+      return 1;
+    }
+    if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, b3, nullptr)) != CUDA_SUCCESS) return fail("b *= 3", r);
+    if ((r = cuLaunchKernel(add, blocks, 1, 1, 256, 1, 1, 0, s, add_ba, nullptr)) != CUDA_SUCCESS) return fail("c = b + a", r);
+    return 0;
+  };
+  if (const int failed = work()) return failed;
+  for (uint32_t i = 0; i < elements; ++i) {
+    ha[i] = 1.0f;
+    hb[i] = 2.0f;
+  }
+  if ((r = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL)) != CUDA_SUCCESS) return fail("begin capture", r);
+  if (const int failed = work()) return failed;
+  CUgraph graph = nullptr;
+  if ((r = cuStreamEndCapture(s, &graph)) != CUDA_SUCCESS) return fail("end capture", r);
+  CUgraphExec exec = nullptr;
+  if ((r = cuGraphInstantiateWithFlags(&exec, graph, 0)) != CUDA_SUCCESS) return fail("instantiate", r);
+  constexpr int kReplays = 3;
+  for (int i = 0; i < kReplays; ++i)
+    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
+  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+  value("a", a);
+  value("b", b);
+  value("c", c);
+  value("d", d);
+  value("replays", kReplays);
   std::fflush(stdout);
   return 0;
 }
@@ -227,6 +334,7 @@ int main(int argc, char** argv) {
   if ((r = cuStreamCreate(&s, 0)) != CUDA_SUCCESS) return fail("cuStreamCreate", r);
 
   if (argc > 1 && std::strcmp(argv[1], "overlap") == 0) return overlapProgram(scale, s, a, b, kElements);
+  if (argc > 1 && std::strcmp(argv[1], "reuse") == 0) return reuseProgram(scale, s, a, b, kElements);
   if (argc > 1 && (std::strcmp(argv[1], "probe") == 0 || std::strncmp(argv[1], "check", 5) == 0))
     return probeProgram(scale, s, a, b, kElements, argv[1], std::strcmp(argv[1], "check-abort") == 0);
 

@@ -1,0 +1,111 @@
+// Known inputs: the ranges of a captured launch that the launch only reads,
+// and the reuse of their earlier fingerprints (docs/tensor.md, "Known
+// inputs").
+//
+// tcgd cannot tell what an arbitrary kernel writes: it fingerprints every
+// range of every launch after it, so a tensor written once and read by five
+// kernels is fingerprinted six times, and the next kernel waits for the
+// fingerprint of what it reads (capture_overlap.h). Two kinds of launches
+// say what they only read:
+//   - a library call whose API declares operands read-only: a cuBLAS GEMM's
+//     A and B (and cublasLtMatmul's C when it is not D). interpose/
+//     cublas_hooks.cpp sets the calling thread's LibraryOperands around the
+//     call; every kernel the library launches inside it on that thread sees
+//     them. A range is a known input when its pointer is one of the inputs
+//     and none of the outputs;
+//   - ATen's elementwise kernels with one output, vectorized_elementwise_
+//     kernel and unrolled_elementwise_kernel, whose `std::array<char*, N>`
+//     parameter holds the output first and the N - 1 inputs after it
+//     (TensorIterator's order). A range is a known input when every
+//     pointer word naming it is one of the inputs.
+// Either way a known input that overlaps another range of the launch (an
+// in-place op: the output is an input too) is not one.
+//
+// A known input of a captured launch is not a write (capture_overlap.h: the
+// next kernel reading what the previous fingerprint reads need not wait for
+// it), and when nothing captured since could have written its bytes, its
+// fingerprint would equal the earlier one: the range is not fingerprinted
+// again but names the earlier observation (TensorRange.reuse_site), which
+// tcgd-analyze copies into each replay. The ReuseTable below remembers, per
+// capturing thread, the ranges fingerprinted in the current capture and
+// forgets those that later work may have written: a probed launch's other
+// ranges (each from its allocation's start to its end), a copy's or set's
+// destination, and everything at once for work tcgd sees but did not scan
+// (a launch not probed, a scan left incomplete, a graph launched into the
+// capture) or when another thread captured work since (autograd's device
+// thread runs the backward pass).
+//
+// What this cannot see is what the overlap of fingerprint nodes cannot see
+// either: a kernel that writes through a pointer read from device memory
+// (cuBLAS's pointer-array batched GEMMs, grouped GEMMs), and work reaching a
+// stream without a hook. reuse=off in a rule fingerprints every range.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "proto/tensor_site_blob.h"
+
+namespace tcgd::collectors::tensor {
+
+// The operands of the library call the calling thread is in (depth 0: none).
+struct LibraryOperands {
+  static constexpr uint32_t kMax = 4;
+  uint32_t depth = 0;
+  uint32_t input_count = 0;
+  uint32_t output_count = 0;
+  uint64_t inputs[kMax] = {};
+  uint64_t outputs[kMax] = {};
+};
+
+// The parameter index of ATen's data array (`std::array<char*, N>` or
+// `at::detail::Array<char*, N>`, N >= 2) in a single-output elementwise
+// kernel's demangled name, or -1.
+int16_t atenDataParam(std::string_view demangled);
+
+// Which ranges of one launch are known inputs (known[i] for scan range i;
+// `known` holds range_count entries). `operands`: the library call the launch
+// was made in, or nullptr. `data_offset`, `data_size`: the byte range of
+// ATen's data array in the parameters (data_size 0: none).
+void markKnownInputs(const proto::SiteBlobRange* ranges, uint32_t range_count,
+                     const proto::SiteBlobPointer* pointers, uint32_t pointer_count,
+                     const LibraryOperands* operands, uint32_t data_offset, uint32_t data_size, bool* known);
+
+// The ranges fingerprinted in one capture by one thread, still as they were.
+struct ReuseEntry {
+  uint64_t ptr = 0;
+  uint64_t bytes = 0;
+  uint64_t site = 0;
+  uint32_t rule = 0;
+  uint16_t range = 0;
+  uint8_t dtype = 0;
+};
+
+struct ReuseTable {
+  static constexpr uint32_t kEntries = 512;
+  uint64_t capture_id = 0;  // 0: empty
+  uint32_t count = 0;       // entries in use (the first `count`)
+  uint32_t next = 0;        // where the next insertion goes once full
+  ReuseEntry entries[kEntries];
+
+  // Starts a piece of captured work of `capture_id`: an entry of another
+  // capture, or (`other_thread_since`) one that another thread's work may
+  // have changed, is forgotten.
+  void begin(uint64_t capture_id, bool other_thread_since);
+  // The entry whose fingerprint this known input may reuse: the same first
+  // byte and length, the same rule, and the same dtype or none here; nullptr
+  // when there is none.
+  const ReuseEntry* find(const proto::SiteBlobRange& range, uint32_t rule) const;
+  // Forgets the entries overlapping [begin, end).
+  void forget(uint64_t begin, uint64_t end);
+  // Forgets everything.
+  void clear() {
+    count = 0;
+    next = 0;
+  }
+  // Remembers range `range` of `site` as just fingerprinted (replacing an
+  // entry of the same bytes; the oldest goes when the table is full).
+  void remember(const proto::SiteBlobRange& range, uint64_t site, uint16_t index, uint32_t rule);
+};
+
+}  // namespace tcgd::collectors::tensor
