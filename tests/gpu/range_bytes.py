@@ -33,6 +33,9 @@ def report(path, top):
     captured = [s for s in b.sites if s["capture"] > 0]
     if not captured:
         return
+    reused = sum(r["bytes"] for s in captured for r in s["ranges"] if r["reuse_site"])
+    # The ranges fingerprinted (a reused known input is not: tensor.md, "Known inputs").
+    captured = [dict(s, ranges=[r for r in s["ranges"] if not r["reuse_site"]]) for s in captured]
     total = sum(r["bytes"] for s in captured for r in s["ranges"])
     by_range = collections.defaultdict(lambda: {"count": 0, "kernels": collections.Counter(), "params": set()})
     sizes = collections.Counter()
@@ -47,7 +50,8 @@ def report(path, top):
             sizes[bucket] += r["bytes"]
     distinct = sum(k[1] for k in by_range)
     print(f"{path}: {len(captured)} captured sites, {sum(len(s['ranges']) for s in captured)} ranges, "
-          f"{total / 1e9:.3f} GB a replay, {len(by_range)} distinct ranges of {distinct / 1e9:.3f} GB")
+          f"{total / 1e9:.3f} GB a replay, {len(by_range)} distinct ranges of {distinct / 1e9:.3f} GB; "
+          f"{reused / 1e9:.3f} GB of known inputs reused, not fingerprinted")
     print("  bytes by range size: " + ", ".join(f"<={k >> 10} KiB {v / 1e9:.3f} GB" for k, v in sorted(sizes.items())
                                                 if v > total / 100))
     rows = sorted(by_range.items(), key=lambda kv: -kv[0][1] * kv[1]["count"])[:top]
@@ -85,7 +89,7 @@ def writes(path):
         fam = family(b.kernel_name(s))
         for r in s["ranges"]:
             o = by_key.get((s["site"], r["index"]))
-            if o is None:
+            if o is None or o.get("reused"):
                 continue
             key = (r["ptr"], r["bytes"])
             total[fam] += r["bytes"]

@@ -428,7 +428,8 @@ def tensor_bench(gate, rounds, extra_rules=()):
         # The training step's graph: the bundle whose captured sites hold the
         # most bytes (the launch loop's bundle has a small graph of its own).
         replay_bytes = max(replay_bytes,
-                           sum(r["bytes"] for s in b.sites if s["capture"] > 0 for r in s["ranges"]))
+                           sum(r["bytes"] for s in b.sites if s["capture"] > 0 for r in s["ranges"]
+                               if not r["reuse_site"]))
     res["replay_bytes"] = replay_bytes
     return res
 

@@ -89,7 +89,10 @@ def _range(buf):
             "base": _one(f, 7), "dtype": _one(f, 8), "source": _one(f, 9),
             # An explicit probe's tensor: its shape and strides.
             "shape": [_signed(v) for v in _packed_varints(f, 11)] if _one(f, 10) else None,
-            "strides": [_signed(v) for v in _packed_varints(f, 12)] if _one(f, 10) else None}
+            "strides": [_signed(v) for v in _packed_varints(f, 12)] if _one(f, 10) else None,
+            # A known input not fingerprinted at its site: its observation is
+            # range reuse_range of site reuse_site (0: fingerprinted here).
+            "reuse_site": _one(f, 13), "reuse_range": _one(f, 14)}
 
 
 def _site(buf):
@@ -161,6 +164,31 @@ class TensorBundle:
                 break
             self._frame(payload)
             i += 16 + length
+        self._carry_reused()
+
+    def _carry_reused(self):
+        """Gives each reused range (TensorRange.reuse_site) a copy of the
+        observation it names, in every execution, as tcgd-analyze does; the
+        copies have "reused": True."""
+        wanted = {}
+        for s in self.sites:
+            for r in s["ranges"]:
+                if r["reuse_site"]:
+                    wanted.setdefault((r["reuse_site"], r["reuse_range"]), []).append((s["site"], r))
+        if not wanted:
+            return
+        have = {(o["site"], o["exec"], o["range"]) for o in self.observations}
+        copies = []
+        for o in self.observations:
+            for site, r in wanted.get((o["site"], o["range"]), ()):
+                if (site, o["exec"], r["index"]) in have:
+                    continue
+                c = dict(o, site=site, range=r["index"], reused=True)
+                if r["dtype"] != o["dtype"]:  # statistics are the source dtype's: keep the hash only
+                    c["dtype"] = 0
+                    c["flags"] = o["flags"] | 1
+                copies.append(c)
+        self.observations.extend(copies)
 
     def _frame(self, payload):
         f = fields(payload)
