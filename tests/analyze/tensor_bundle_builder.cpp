@@ -282,6 +282,8 @@ uint64_t TensorBundleBuilder::launch(uint64_t function, std::vector<RangeSpec> r
     r->set_base(in.base != 0 ? in.base : in.ptr);
     r->set_dtype(in.dtype);
     r->set_source(in.source);
+    r->set_reuse_site(in.reuse_site);
+    r->set_reuse_range(in.reuse_range);
     if (in.shape) {
       r->set_shape_known(true);
       for (const int64_t d : *in.shape) r->add_shape(d);

@@ -19,6 +19,9 @@
 //   b.point("after-replays");
 //   b.write(path);
 //
+// A captured range the agent did not fingerprint (reuse=on) names the node
+// whose observation it takes: b.range(0x2000, 4096).reusedFrom(node, 0).
+//
 // Each call adds the records the agent emits that the recorder keeps in a
 // tensor bundle (kernel_name and tensor_kernel, tensor_site,
 // cuStreamBeginCapture_v2 and tensor_capture_begin, cuStreamEndCapture and
@@ -87,6 +90,20 @@ struct RangeSpec {
   // An explicit probe's tensor: its shape and strides (TensorRange.shape).
   std::optional<std::vector<int64_t>> shape;
   std::vector<int64_t> strides;
+  // Not fingerprinted at this site: in every replay its observation is that
+  // of range `reuse_range` of site `reuse_site`, an earlier node of the same
+  // capture (TensorRange.reuse_site; 0: fingerprinted here). Nothing is
+  // checked; observe() nothing for such a range.
+  uint64_t reuse_site = 0;
+  uint32_t reuse_range = 0;
+
+  // This range, reused from range `range` of site `site`.
+  RangeSpec reusedFrom(uint64_t site, uint32_t range) const {
+    RangeSpec r = *this;
+    r.reuse_site = site;
+    r.reuse_range = range;
+    return r;
+  }
 };
 
 // What a launch has besides its kernel and ranges.

@@ -38,7 +38,9 @@ struct Pair {
   uint64_t exec = 0;
 };
 
-Pair eagerThenGraph(int replays = 3) {
+// `reuse`: the add node's range is not fingerprinted, reused from the relu
+// node's (the same bytes): the add node has no observation in the bundle.
+Pair eagerThenGraph(int replays = 3, bool reuse = false) {
   Pair p;
   TensorBundleBuilder& b = p.b;
   b.kernel(kRelu, kReluName);
@@ -53,12 +55,13 @@ Pair eagerThenGraph(int replays = 3) {
   b.point("eager");
   b.captureBegin();
   p.node_relu = b.capturedLaunch(kRelu, {b.range(0x2000, 4096)});
-  p.node_add = b.capturedLaunch(kAdd, {b.range(0x2000, 4096)});
+  const RangeSpec input = b.range(0x2000, 4096);
+  p.node_add = b.capturedLaunch(kAdd, {reuse ? input.reusedFrom(p.node_relu, 0) : input});
   p.exec = b.instantiate(b.captureEnd());
   for (int step = 0; step < replays; ++step) {
     const uint32_t replay = b.replay(p.exec);
     b.observe(p.node_relu, replay, 0, kValues);
-    b.observe(p.node_add, replay, 0, kValues);
+    if (!reuse) b.observe(p.node_add, replay, 0, kValues);
   }
   b.point("graph");
   b.skip("not_ready", 2);
@@ -170,6 +173,39 @@ TEST_F(TensorBundleTest, ValidateNamesEachInconsistency) {
        "the final frame counts 7 sites, the frames hold 5"},
       {"no-final-counters", [](Pair&, auto& o) { o.final_counters = false; },
        "no final TensorCounters frame"},
+      // Reused ranges (TensorRange.reuse_site) whose source is not there, or
+      // not an earlier node of the same capture over the same bytes: a new
+      // capture's site 6.
+      {"reuse-unknown-site",
+       [](Pair& p, auto&) {
+         p.b.captureBegin();
+         p.b.capturedLaunch(kRelu, {p.b.range(0x5000, 64).reusedFrom(999, 0)});
+         p.b.captureEnd();
+       },
+       "1 reused ranges whose source site or range is not in the bundle: site 6 range 0 from site 999 range 0"},
+      {"reuse-unknown-range",
+       [](Pair& p, auto&) {
+         p.b.captureBegin();
+         p.b.capturedLaunch(kRelu, {p.b.range(0x2000, 4096).reusedFrom(p.node_relu, 3)});
+         p.b.captureEnd();
+       },
+       "site 6 range 0 from site 4 range 3 (batch at byte"},
+      {"reuse-other-capture",
+       [](Pair& p, auto&) {
+         p.b.captureBegin();
+         p.b.capturedLaunch(kRelu, {p.b.range(0x2000, 4096).reusedFrom(p.node_relu, 0)});
+         p.b.captureEnd();
+       },
+       "reused ranges whose source is not an earlier node of the same capture over the same bytes: site 6 range "
+       "0 from site 4 range 0"},
+      {"reuse-other-bytes",
+       [](Pair& p, auto&) {
+         p.b.captureBegin();
+         const uint64_t first = p.b.capturedLaunch(kRelu, {p.b.range(0x6000, 64)});
+         p.b.capturedLaunch(kAdd, {p.b.range(0x6000, 32).reusedFrom(first, 0)});
+         p.b.captureEnd();
+       },
+       "32 bytes at 0x6000 from 64 bytes at 0x6000"},
   };
   for (const Case& c : cases) {
     Pair p = eagerThenGraph();
@@ -184,6 +220,48 @@ TEST_F(TensorBundleTest, ValidateNamesEachInconsistency) {
     EXPECT_EQ(info.exit_code, 0) << c.name << ": " << info.err;
     EXPECT_NE(info.out.find(c.says), std::string::npos) << c.name << ": " << info.out;
   }
+}
+
+TEST_F(TensorBundleTest, ReusedRangesAreCountedDumpedAndAccepted) {
+  Pair p = eagerThenGraph(3, true);
+  const std::string path = p.b.write(dir_.file("reuse.tcgd-tensor")).path;
+  const ToolResult r = runAnalyze({"info", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Ranges         6 observed, 1 of them reused from an earlier node (not fingerprinted there)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Observations   eager 4; capture 1: replays 0-2, 3"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("Problems"), std::string::npos) << r.out;
+  const ToolResult json = runAnalyze({"info", "--json", path});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(parsed(json)["tensor"]["ranges_reused"].asI64(), 1);
+  const ToolResult validate = runAnalyze({"validate", path});
+  EXPECT_EQ(validate.exit_code, 0) << validate.out << validate.err;
+
+  const ToolResult text = runAnalyze({"dump", "--tensor", "sites", path});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("source=allocator_block reuse_site=" + std::to_string(p.node_relu) + " reuse_range=0\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find("reuse_site="), text.out.rfind("reuse_site=")) << text.out;  // that range only
+  const ToolResult sites = runAnalyze({"dump", "--tensor", "sites", "--json", path});
+  ASSERT_EQ(sites.exit_code, 0) << sites.err;
+  const std::vector<std::string> lines = splitLines(sites.out);
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(parseJson(lines[4])["ranges"][0]["reuse_site"].asU64(), p.node_relu);
+  EXPECT_EQ(parseJson(lines[4])["ranges"][0]["reuse_range"].asU64(), 0u);
+  EXPECT_EQ(parseJson(lines[3])["ranges"][0]["reuse_site"].asU64(), 0u);
+
+  // The tensor analyses carry relu's observations to the add node.
+  const ToolResult summary = runAnalyze({"tensor", "summary", "--json", path});
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  const JsonValue s = parsed(summary);
+  EXPECT_EQ(s["reused_ranges"].asU64(), 1u);
+  EXPECT_EQ(s["observations"]["carried"].asU64(), 3u);
+  EXPECT_EQ(s["observations"]["total"].asU64(), 10u);
+  const ToolResult summary_text = runAnalyze({"tensor", "summary", path});
+  EXPECT_NE(summary_text.out.find("3 carried to reused ranges"), std::string::npos) << summary_text.out;
+  EXPECT_NE(summary_text.out.find("(1 reused from an earlier node)"), std::string::npos) << summary_text.out;
 }
 
 TEST_F(TensorBundleTest, ATornBundleShowsTheLastCountersAndWhatCameBefore) {

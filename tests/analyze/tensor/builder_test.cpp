@@ -36,24 +36,33 @@ void declareKernels(TensorBundleBuilder& b) {
   b.kernel(kSum, kSumName);
 }
 
-std::vector<uint64_t> stepLaunches(TensorBundleBuilder& b, const Step& a, bool captured) {
+// `reuse` (captured only): the agent's reuse=on, the inputs an earlier node
+// fingerprinted not fingerprinted again: add's x and y (scale's), sum's z
+// (add's).
+std::vector<uint64_t> stepLaunches(TensorBundleBuilder& b, const Step& a, bool captured, bool reuse = false) {
   const auto launch = [&](uint64_t f, std::vector<RangeSpec> r) {
     return captured ? b.capturedLaunch(f, std::move(r)) : b.eagerLaunch(f, std::move(r));
   };
-  return {launch(kScale, {b.range(a.x, 256, kDtypeFloat32, 0), b.range(a.y, 256, kDtypeFloat32, 1)}),
-          launch(kAdd, {b.range(a.x, 256, kDtypeFloat32, 0), b.range(a.y, 256, kDtypeFloat32, 1),
-                        b.range(a.z, 256, kDtypeFloat32, 2)}),
-          launch(kSum, {b.range(a.z, 256, kDtypeFloat32, 0), b.range(a.s, 256, kDtypeFloat32, 1)})};
+  const auto range = [&](uint64_t ptr, int32_t param, uint64_t from = 0, uint32_t from_range = 0) {
+    const RangeSpec r = b.range(ptr, 256, kDtypeFloat32, param);
+    return reuse && from != 0 ? r.reusedFrom(from, from_range) : r;
+  };
+  const uint64_t scale = launch(kScale, {range(a.x, 0), range(a.y, 1)});
+  const uint64_t add = launch(kAdd, {range(a.x, 0, scale, 0), range(a.y, 1, scale, 1), range(a.z, 2)});
+  return {scale, add, launch(kSum, {range(a.z, 0, add, 2), range(a.s, 1)})};
 }
 
-void observeStep(TensorBundleBuilder& b, const std::vector<uint64_t>& sites, uint32_t exec, float x, float z_shift) {
+void observeStep(TensorBundleBuilder& b, const std::vector<uint64_t>& sites, uint32_t exec, float x, float z_shift,
+                 bool reuse = false) {
   const auto stats = [](float base) { return ObservationStats::of(values(base)); };
   b.observe(sites[0], exec, 0, stats(x));
   b.observe(sites[0], exec, 1, stats(2 * x));
-  b.observe(sites[1], exec, 0, stats(x));
-  b.observe(sites[1], exec, 1, stats(2 * x));
+  if (!reuse) {
+    b.observe(sites[1], exec, 0, stats(x));
+    b.observe(sites[1], exec, 1, stats(2 * x));
+  }
   b.observe(sites[1], exec, 2, stats(3 * x + z_shift));
-  b.observe(sites[2], exec, 0, stats(3 * x + z_shift));
+  if (!reuse) b.observe(sites[2], exec, 0, stats(3 * x + z_shift));
   b.observe(sites[2], exec, 1, stats(7 * x + z_shift));
 }
 
@@ -72,19 +81,19 @@ std::string eagerBundle(const ScratchDir& dir) {
 
 // The graph run: the same steps replayed, the add computing 1 more from
 // replay `wrong_from` on.
-TensorBundleBuilder graphBuilder(uint32_t wrong_from) {
+TensorBundleBuilder graphBuilder(uint32_t wrong_from, bool reuse = false) {
   TensorBundleBuilder b;
   b.run("graph");
   declareKernels(b);
   b.captureBegin();
-  const std::vector<uint64_t> sites = stepLaunches(b, Step{0x11000, 0x12000, 0x13000, 0x14000}, true);
+  const std::vector<uint64_t> sites = stepLaunches(b, Step{0x11000, 0x12000, 0x13000, 0x14000}, true, reuse);
   const uint64_t exec = b.instantiate(b.captureEnd());
   for (uint32_t step = 0; step < 4; ++step) {
     b.point("step");
     const uint64_t copy = b.eagerCopy(0x11000, 256, 0x9000);
     b.observe(copy, 0, 0, ObservationStats::of(values(static_cast<float>(step))));
     const uint32_t replay = b.replay(exec);
-    observeStep(b, sites, replay, static_cast<float>(step), step >= wrong_from ? 1.0f : 0.0f);
+    observeStep(b, sites, replay, static_cast<float>(step), step >= wrong_from ? 1.0f : 0.0f, reuse);
   }
   return b;
 }
@@ -114,6 +123,39 @@ TEST(TensorOnRecorderBundles, TheKernelThatComputesAnotherValue) {
   EXPECT_EQ(s["captures"][0]["replays"].asU64(), 4u);
   EXPECT_EQ(s["launches"]["replayed"].asU64(), 12u);
   EXPECT_EQ(s["sites"]["copies"].asU64(), 4u);
+}
+
+// The graph run's agent reused add's and sum's inputs: the same answer, and
+// the report says which observations were carried.
+TEST(TensorOnRecorderBundles, ReusedInputsGiveTheSameAnswer) {
+  ScratchDir dir;
+  const std::string eager = eagerBundle(dir);
+  const std::string graph = graphBuilder(1, true).write(dir.file("graph.tcgd-tensor")).path;
+  const ToolResult r = runAnalyze({"tensor", "first-divergence", eager, graph, "--json"});
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_EQ(r.err, "");  // nothing to warn about
+  const JsonValue j = parsed(r);
+  const JsonValue& d = j["first_divergence"];
+  EXPECT_EQ(d["cause"].asString(), "this_kernel");
+  EXPECT_EQ(d["candidate_step"].asI64(), 1);
+  EXPECT_EQ(d["reference"]["kernel"].asString(), "add_kernel<float>");
+  EXPECT_EQ(j["next_divergences"][0]["cause"].asString(), "upstream");
+  EXPECT_EQ(j["next_divergences"][0]["reference"]["kernel"].asString(), "sum_kernel<float>");
+  // add's x: carried from scale in the graph run, fingerprinted in the eager one.
+  const JsonValue& x = d["arguments"][0];
+  EXPECT_EQ(x["param"].asI64(), 0);
+  EXPECT_TRUE(x["candidate_fingerprint"]["carried"].asBool());
+  EXPECT_FALSE(x["reference_fingerprint"]["carried"].asBool());
+  EXPECT_EQ(x["comparison"]["verdict"].asString(), "equal");
+  EXPECT_FALSE(d["arguments"][2]["candidate_fingerprint"]["carried"].asBool());  // z: written here
+  const ToolResult text = runAnalyze({"tensor", "first-divergence", eager, graph});
+  EXPECT_NE(text.out.find("param 0 (pointer word at offset 0) input equal; candidate carried from site 1\n"),
+            std::string::npos)
+      << text.out;
+  // Equal runs stay equal.
+  const std::string correct = graphBuilder(99, true).write(dir.file("correct.tcgd-tensor")).path;
+  const ToolResult ok = runAnalyze({"tensor", "first-divergence", eager, correct});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
 }
 
 TEST(TensorOnRecorderBundles, ACorrectGraphAndATornOne) {

@@ -211,6 +211,10 @@ TEST(SiteDecode, MatchesTheGeneratedParser) {
       range->set_base(rng());
       range->set_dtype(static_cast<uint32_t>(rng() % 16));
       range->set_source(1 + r % 3);
+      if (r == 1 && i % 2 == 1 && i % 3 == 0) {  // a captured site's known input
+        range->set_reuse_site(static_cast<uint64_t>(i) + 1000);
+        range->set_reuse_range(2);
+      }
       s->add_pointer_offsets(r * 8);
       s->add_pointer_ranges(r);
     }
@@ -273,9 +277,32 @@ TEST(SiteDecode, MatchesTheGeneratedParser) {
       EXPECT_EQ(parts.pointers[d.first_pointer + static_cast<uint32_t>(r)].offset, s.pointer_offsets(r));
     }
   }
+  // Reused ranges, in order, named by their site's id.
+  size_t reused = 0;
+  for (int i = 0; i < 300; ++i) {
+    const bundle::TensorSite& s = frame.tensor_sites().sites(i);
+    for (const bundle::TensorRange& r : s.ranges()) {
+      if (r.reuse_site() == 0) continue;
+      ASSERT_LT(reused, parts.reuses.size());
+      const RangeReuse& got = parts.reuses[reused++];
+      EXPECT_EQ(got.site_id, s.site());
+      EXPECT_EQ(got.range, r.index());
+      EXPECT_EQ(got.source_site_id, r.reuse_site());
+      EXPECT_EQ(got.source_range, 2u);
+      EXPECT_EQ(got.site, kNone32);  // resolved by assemble()
+    }
+  }
+  EXPECT_GT(reused, 10u);
+  EXPECT_EQ(parts.reuses.size(), reused);
   // A batch whose site runs past its end is refused and leaves the parts
-  // as they were.
+  // as they were (the reuse of a site before it too).
+  bundle::TensorSite whole;
+  whole.set_site(9999);
+  whole.add_ranges()->set_reuse_site(1);
   std::string batch;
+  putVarint(1 << 3 | 2, &batch);
+  putVarint(whole.ByteSizeLong(), &batch);
+  batch += whole.SerializeAsString();
   putVarint(1 << 3 | 2, &batch);  // sites: a site of 100 bytes ...
   putVarint(100, &batch);
   batch += std::string(10, '\x08');  // ... of which 10 are there
@@ -286,6 +313,7 @@ TEST(SiteDecode, MatchesTheGeneratedParser) {
   const size_t before = parts.sites.size();
   EXPECT_EQ(decodeSiteFrame(bad, &parts, &error), ObservationFrame::kBad);
   EXPECT_EQ(parts.sites.size(), before);
+  EXPECT_EQ(parts.reuses.size(), reused);
 }
 
 }  // namespace

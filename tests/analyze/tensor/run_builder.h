@@ -83,6 +83,20 @@ class RunBuilder {
     parts.observations.push_back(f);
   }
 
+  // Range `range` of `site` is not fingerprinted: in each replay its
+  // observation is that of range `source_range` of `source` (RangeReuse).
+  // The site's replay window opens to every replay (RunBuilder's sites have
+  // 0-0 unless told), as the agent's are without a replays= rule.
+  void reuse(uint32_t site, uint32_t range, uint32_t source, uint32_t source_range) {
+    RangeReuse r;
+    r.site_id = parts.sites[site].id;
+    r.range = static_cast<uint16_t>(range);
+    r.source_site_id = parts.sites[source].id;
+    r.source_range = source_range;
+    parts.reuses.push_back(r);
+    parts.sites[site].replay_last = UINT32_MAX;
+  }
+
   // Capture ordinal `ordinal` (sites pass ordinal + 1), then `replays` launches.
   void beginCapture(uint64_t ordinal) { record(GraphRecord::Kind::kProbeBegin, ordinal); }
   void endCapture(uint64_t ordinal) {

@@ -169,6 +169,7 @@ RunFiles writeScenario(const std::string& dir, const Scenario& scenario) {
   runTraining(eager, scenario, false);
   eager.write(files.eager);
   TensorSim graph("graph");
+  graph.reuseKnownInputs(scenario.reuse);
   runTraining(graph, scenario, true);
   graph.write(files.graph);
   return files;

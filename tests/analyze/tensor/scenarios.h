@@ -44,6 +44,10 @@ struct Scenario {
   // The loss is cloned after each step (losses.append(loss.clone())): a
   // device-to-device copy whose source is not observed.
   bool clone_loss = false;
+  // The graph run's agent reuses known inputs (TensorSim::reuseKnownInputs):
+  // a captured kernel's input an earlier node fingerprinted is not
+  // fingerprinted again. The analysis must find the same.
+  bool reuse = false;
 };
 
 // The eager (graph = false) or graph run of the scenario.

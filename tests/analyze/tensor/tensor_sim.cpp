@@ -73,6 +73,14 @@ void schema(bundle::Header* header, uint32_t id, const char* name, const char* c
   if (flags != nullptr) s->set_flags(flags);
 }
 
+// A site's distinct buffers in parameter order: its ranges, by index.
+std::vector<uint32_t> distinct(const std::vector<uint32_t>& buffers) {
+  std::vector<uint32_t> out;
+  for (const uint32_t b : buffers)
+    if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+  return out;
+}
+
 }  // namespace
 
 TensorSim::TensorSim(std::string run_name, uint32_t seed)
@@ -134,6 +142,7 @@ void TensorSim::addSite(Site site) {
   site.sequence = sequence_;
   record(kTensorSiteType, kTensorClass, 0, site.id, site.function, site.invocation, site.stream);
   if (capturing_) {
+    if (reuse_ && site.kind == 1) findReuses(site);
     Capture& c = captures_.back();
     site.capture = static_cast<uint32_t>(captures_.size());
     site.node = static_cast<uint32_t>(c.sites.size());
@@ -146,6 +155,30 @@ void TensorSim::addSite(Site site) {
   run(sites_.back(), 0);
   observe(sites_.back(), 0);
   marks_.push_back(Mark{observations_.size(), sequence_});
+}
+
+void TensorSim::findReuses(Site& site) const {
+  const std::vector<uint32_t> ranges = distinct(site.buffers);
+  site.reused.assign(ranges.size(), {0, 0});
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    bool input = false, output = false;
+    for (size_t i = 0; i < site.buffers.size(); ++i)
+      (i < site.inputs ? input : output) |= site.buffers[i] == ranges[r];
+    if (!input || output) continue;  // written here (in place): fingerprinted
+    // The latest earlier node with these bytes: nothing after it touched them.
+    const std::vector<uint64_t>& nodes = captures_.back().sites;
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      const Site& earlier = sites_[*it];
+      const std::vector<uint32_t> theirs = distinct(earlier.buffers);
+      const auto found = std::find(theirs.begin(), theirs.end(), ranges[r]);
+      if (found == theirs.end()) continue;
+      const auto index = static_cast<uint32_t>(found - theirs.begin());
+      // The agent names the node that fingerprinted them, never a reuse.
+      const bool chained = index < earlier.reused.size() && earlier.reused[index].first != 0;
+      site.reused[r] = chained ? earlier.reused[index] : std::pair<uint64_t, uint32_t>{earlier.id, index};
+      break;
+    }
+  }
 }
 
 void TensorSim::launch(const std::string& name, const std::vector<uint32_t>& inputs,
@@ -249,6 +282,10 @@ void TensorSim::observe(const Site& site, uint32_t exec) {
   std::vector<uint32_t> seen;
   for (const uint32_t b : site.buffers) {
     if (std::find(seen.begin(), seen.end(), b) != seen.end()) continue;
+    if (seen.size() < site.reused.size() && site.reused[seen.size()].first != 0) {
+      seen.push_back(b);  // reused: its observation is an earlier node's
+      continue;
+    }
     const Stats s = fingerprint(buffers_[b].data);
     observations_.push_back(Observation{site.id, exec, static_cast<uint32_t>(seen.size()), s.elements, s.hash, s.nan,
                                         s.pos_inf, s.neg_inf, s.zero, s.minimum, s.maximum, s.sum, s.sum_squares,
@@ -327,6 +364,10 @@ void TensorSim::writeSite(const Site& s, bundle::TensorSite* t) const {
       r->set_base(b.address);
       r->set_dtype(kFloat32);
       r->set_source(s.params[i] < 0 ? 3 : 1);
+      if (index < s.reused.size()) {
+        r->set_reuse_site(s.reused[index].first);
+        r->set_reuse_range(s.reused[index].second);
+      }
     }
     if (s.params[i] >= 0) {
       t->add_pointer_offsets(static_cast<uint32_t>(s.params[i]) * 8);

@@ -68,6 +68,12 @@ class TensorSim {
 
   void point(const std::string& name);
 
+  // The agent's reuse=on: a captured kernel's input that an earlier node of
+  // the same capture fingerprinted, with nothing captured between touching
+  // it, is not fingerprinted again; its range names that node's
+  // (TensorRange.reuse_site). Applies to launches captured from then on.
+  void reuseKnownInputs(bool on) { reuse_ = on; }
+
   // ---- the bundle ----------------------------------------------------------
   struct WriteOptions {
     bool trailer = true;
@@ -115,6 +121,9 @@ class TensorSim {
     uint32_t source = 0;     // copies: the source buffer
     Values payload;          // copies in: the bytes; sets: one value
     bool from_host = false;
+    // Per range (empty: none reused): the site id and range it is reused
+    // from; a site id of 0 where the range is fingerprinted here.
+    std::vector<std::pair<uint64_t, uint32_t>> reused;
   };
   struct Observation {
     uint64_t site;
@@ -146,6 +155,7 @@ class TensorSim {
   uint64_t kernelHandle(const std::string& name, uint32_t kind);
   uint64_t paramsBlob(const std::string& bytes);
   void addSite(Site site);
+  void findReuses(Site& site) const;
   void run(const Site& site, uint32_t exec);
   void observe(const Site& site, uint32_t exec);
   void record(uint16_t type, uint8_t cls, uint64_t w0 = 0, uint64_t w1 = 0, uint64_t w2 = 0, uint64_t w3 = 0,
@@ -169,6 +179,7 @@ class TensorSim {
   std::map<std::string, uint64_t> invocations_;
   std::vector<Capture> captures_;
   bool capturing_ = false;
+  bool reuse_ = false;
   uint64_t sequence_ = 1;
   // After each eager launch and each replay, for writing in time order.
   std::vector<Mark> marks_;

@@ -21,9 +21,28 @@ constexpr size_t kProblemExamples = 5;
 
 struct SiteBounds {
   uint32_t capture = 0;
+  uint32_t node = 0;
   uint32_t replay_first = 0, replay_last = 0;
   std::vector<uint32_t> ranges;  // TensorRange.index, sorted
   uint64_t offset = 0;           // of its batch
+};
+
+// A range of a captured site, for the reuses that name it (eager sites,
+// millions of them, keep only their range indices).
+struct RangeBytes {
+  uint32_t index = 0;
+  uint64_t ptr = 0, bytes = 0;
+};
+
+// A reused range (TensorRange.reuse_site), checked at the end: its source
+// may come in a later batch.
+struct Reuse {
+  uint64_t site = 0;
+  uint32_t range = 0;
+  uint64_t source = 0;
+  uint32_t source_range = 0;
+  uint64_t ptr = 0, bytes = 0;
+  uint64_t offset = 0;  // of its batch
 };
 
 // Observations of a site not seen yet (its batch may come later), summed up
@@ -92,11 +111,18 @@ class Reader {
     }
     SiteBounds& bounds = it->second;
     bounds.capture = s.capture();
+    bounds.node = s.node();
     bounds.replay_first = s.replay_first();
     bounds.replay_last = s.replay_last();
     bounds.offset = offset;
     for (const auto& range : s.ranges()) {
       bounds.ranges.push_back(range.index());
+      if (s.capture() != 0) captured_ranges_[s.site()].push_back({range.index(), range.ptr(), range.bytes()});
+      if (range.reuse_site() != 0) {
+        ++out_.ranges_reused;
+        reuses_.push_back({s.site(), range.index(), range.reuse_site(), range.reuse_range(), range.ptr(),
+                           range.bytes(), offset});
+      }
       if (range.bytes() > range.extent())
         range_extents_.add(fmt::format("site {} range {}: {} bytes of an extent of {}", s.site(), range.index(),
                                        range.bytes(), range.extent()));
@@ -202,9 +228,11 @@ class Reader {
         unknown_kernels_.add(fmt::format("site {} launches {:#x}", site, function));
       }
     }
+    finishReuses();
     finishCounters(bundle);
     for (const ProblemKind* kind : {&columns_, &unknown_sites_, &ranges_, &replays_, &duplicate_sites_,
-                                    &unknown_kernels_, &pointers_, &range_extents_, &counters_})
+                                    &unknown_kernels_, &pointers_, &range_extents_, &reuse_sources_,
+                                    &reuse_mismatches_, &counters_})
       kind->appendTo(&out_.problems);
   }
 
@@ -229,6 +257,33 @@ class Reader {
     if (execs_[site.capture].insert(exec).second) ++capture.replays;
     capture.first_replay = std::min(capture.first_replay, exec);
     capture.last_replay = std::max(capture.last_replay, exec);
+  }
+
+  // A reused range's source must be a range of an earlier node of the same
+  // capture over the same bytes (bundle.proto, TensorRange.reuse_site): its
+  // observations are the reused range's.
+  void finishReuses() {
+    for (const Reuse& r : reuses_) {
+      const std::string what = fmt::format("site {} range {} from site {} range {} (batch at byte {})", r.site,
+                                           r.range, r.source, r.source_range, r.offset);
+      const auto source = sites_.find(r.source);
+      if (source == sites_.end() || !hasRange(source->second, r.source_range)) {
+        reuse_sources_.add(what + (source == sites_.end() ? ": no such site" : ": no such range"));
+        continue;
+      }
+      const SiteBounds& site = sites_.at(r.site);
+      if (site.capture == 0 || source->second.capture != site.capture || source->second.node >= site.node) {
+        reuse_mismatches_.add(fmt::format("{}: capture {} node {} from capture {} node {}", what, site.capture,
+                                          site.node, source->second.capture, source->second.node));
+        continue;
+      }
+      for (const RangeBytes& b : captured_ranges_.at(r.source)) {
+        if (b.index != r.source_range || (b.ptr == r.ptr && b.bytes == r.bytes)) continue;
+        reuse_mismatches_.add(fmt::format("{}: {} bytes at {:#x} from {} bytes at {:#x}", what, r.bytes, r.ptr,
+                                          b.bytes, b.ptr));
+        break;
+      }
+    }
   }
 
   // The final frame must count what the frames hold (a torn bundle may
@@ -259,6 +314,8 @@ class Reader {
   std::unordered_map<uint64_t, Pending> pending_;
   std::map<uint32_t, std::set<uint32_t>> execs_;  // capture -> execs observed
   std::optional<bundle::TensorCounters> last_counters_;
+  std::unordered_map<uint64_t, std::vector<RangeBytes>> captured_ranges_;  // captured site -> its ranges
+  std::vector<Reuse> reuses_;
   ProblemKind columns_{"observation batches whose columns differ in length"};
   ProblemKind unknown_sites_{"observations of sites no TensorSiteBatch frame holds"};
   ProblemKind ranges_{"observations of a range their site does not have"};
@@ -267,6 +324,9 @@ class Reader {
   ProblemKind unknown_kernels_{"sites of kernels no TensorKernel frame describes"};
   ProblemKind pointers_{"sites whose pointer words name no range"};
   ProblemKind range_extents_{"ranges observing more bytes than their extent"};
+  ProblemKind reuse_sources_{"reused ranges whose source site or range is not in the bundle"};
+  ProblemKind reuse_mismatches_{
+      "reused ranges whose source is not an earlier node of the same capture over the same bytes"};
   ProblemKind counters_{"TensorCounters inconsistencies"};
 };
 

@@ -2,9 +2,10 @@
 // bundles"): TensorKernel, TensorSiteBatch, TensorObservationBatch and
 // TensorCounters, streamed again from the file (Bundle::load keeps none of
 // them), and what `info` and `validate` say of them: kernels probed, sites
-// (eager, captured by capture), observations (eager, by capture and replay
-// range), hash-only and incomplete observations, the counters of drops and
-// skips, and every inconsistency between the frames.
+// (eager, captured by capture), ranges (reused ones counted), observations
+// (eager, by capture and replay range), hash-only and incomplete
+// observations, the counters of drops and skips, and every inconsistency
+// between the frames.
 //
 // The tensor analyses read observations with their own decoder (tensor/);
 // this reader parses frames with protobuf, which is fast enough for one pass.
@@ -68,6 +69,9 @@ struct TensorFrames {
   uint64_t sites = 0, eager_sites = 0, captured_sites = 0;
   std::map<uint32_t, uint64_t> not_fingerprinted;  // TensorSite.status (not 0) -> sites
   uint64_t ranges = 0, ranges_dropped = 0;
+  // Ranges not fingerprinted at their site: their observations are an
+  // earlier node's (TensorRange.reuse_site).
+  uint64_t ranges_reused = 0;
   uint64_t observations = 0, eager_observations = 0;
   uint64_t hash_only = 0, incomplete = 0;
   uint64_t withStatistics() const { return observations - hash_only; }
@@ -86,7 +90,9 @@ struct TensorFrames {
   // Inconsistencies (validate reports them): observations of sites that
   // are not there, ranges and replays out of a site's bounds, columns of
   // unequal length, counters that disagree with the frames, duplicate sites,
-  // sites of kernels no TensorKernel frame describes.
+  // sites of kernels no TensorKernel frame describes, reused ranges whose
+  // source is not there (or not an earlier node of the same capture over
+  // the same bytes).
   std::vector<std::string> problems;
 };
 

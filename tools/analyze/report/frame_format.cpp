@@ -218,9 +218,11 @@ void appendTensorSiteText(const bundle::TensorSite& s, std::string* out) {
   }
   out->push_back('\n');
   for (const auto& r : s.ranges()) {
-    fmt::format_to(it, "  range={} param={} offset={} ptr={:#x} bytes={} extent={} base={:#x} dtype={} source={}\n",
+    fmt::format_to(it, "  range={} param={} offset={} ptr={:#x} bytes={} extent={} base={:#x} dtype={} source={}",
                    r.index(), r.param(), r.offset(), r.ptr(), r.bytes(), r.extent(), r.base(), r.dtype(),
                    rangeSourceName(r.source()));
+    if (r.reuse_site() != 0) fmt::format_to(it, " reuse_site={} reuse_range={}", r.reuse_site(), r.reuse_range());
+    out->push_back('\n');
   }
 }
 
@@ -256,6 +258,8 @@ void appendTensorSiteJson(const bundle::TensorSite& s, std::string* out) {
     json.key("base").value(r.base());
     json.key("dtype").value(r.dtype());
     json.key("source").value(rangeSourceName(r.source()));
+    json.key("reuse_site").value(r.reuse_site());
+    json.key("reuse_range").value(r.reuse_range());
     json.endObject();
   }
   json.endArray();

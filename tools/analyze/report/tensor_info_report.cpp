@@ -115,7 +115,11 @@ void appendTensorInfoText(const TensorFrames& tensor, bool verbose, std::string*
     }
     fmt::format_to(it, "  Not probed     {} not fingerprinted ({})\n", plural(total, "site", "sites"), list);
   }
-  fmt::format_to(it, "  Ranges         {} observed{}\n", tensor.ranges,
+  fmt::format_to(it, "  Ranges         {} observed{}{}\n", tensor.ranges,
+                 tensor.ranges_reused == 0
+                     ? ""
+                     : fmt::format(", {} of them reused from an earlier node (not fingerprinted there)",
+                                   tensor.ranges_reused),
                  tensor.ranges_dropped == 0 ? ""
                                             : fmt::format(", {} beyond the per-launch limit (not observed)",
                                                           tensor.ranges_dropped));
@@ -215,6 +219,7 @@ void writeTensorInfoJson(const TensorFrames& tensor, JsonWriter& json) {
   json.endObject();
   json.key("ranges").value(tensor.ranges);
   json.key("ranges_dropped").value(tensor.ranges_dropped);
+  json.key("ranges_reused").value(tensor.ranges_reused);
   json.key("observations").beginObject();
   json.key("total").value(tensor.observations);
   json.key("with_statistics").value(tensor.withStatistics());

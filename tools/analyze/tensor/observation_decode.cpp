@@ -116,7 +116,7 @@ bool decodeRows(const std::array<std::vector<Piece>, kColumns + 1>& columns, uin
     f.exec = static_cast<uint32_t>(c[2].varint());
     f.range = narrow16(c[3].varint());
     f.dtype = static_cast<uint8_t>(c[4].varint());
-    f.flags = static_cast<uint8_t>(c[5].varint());
+    f.flags = static_cast<uint8_t>(c[5].varint() & ~uint64_t{kAnalyzerObservationFlags});
     f.elements = c[6].varint();
     f.hash = c[7].fixed64();
     const uint64_t nan = c[8].varint(), pos_inf = c[9].varint(), neg_inf = c[10].varint(), zero = c[11].varint();
@@ -198,7 +198,7 @@ ObservationFrame decodeBatch(const uint8_t* begin, const uint8_t* end, std::vect
       case 2: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].exec = static_cast<uint32_t>(v); }); break;
       case 3: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].range = narrow16(v); }); break;
       case 4: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].dtype = static_cast<uint8_t>(v); }); break;
-      case 5: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].flags = static_cast<uint8_t>(v); }); break;
+      case 5: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].flags = static_cast<uint8_t>(v & ~uint64_t{kAnalyzerObservationFlags}); }); break;
       case 6: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].elements = v; }); break;
       case 7: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { out[r].hash = v; }); break;
       case 8: ok = readColumn(columns[field], fixed, n, [&](uint64_t r, uint64_t v) { count(out[r], v, &Fingerprint::nan); }); break;

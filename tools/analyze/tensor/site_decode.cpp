@@ -47,8 +47,10 @@ bool readRepeatedSigned(Cursor& c, uint32_t wire, std::vector<int64_t>* out) {
 }
 
 // A range; an explicit probe's shape (fields 10-12) into *shape, with
-// *has_shape set when the range says it is known.
-bool readRange(const uint8_t* begin, const uint8_t* end, SiteRange* r, ProbeShape* shape, bool* has_shape) {
+// *has_shape set when the range says it is known; its reuse (fields 13-14)
+// into *reuse (source_site_id 0: fingerprinted at its site).
+bool readRange(const uint8_t* begin, const uint8_t* end, SiteRange* r, ProbeShape* shape, bool* has_shape,
+               RangeReuse* reuse) {
   Cursor c{begin, end};
   while (c.at < c.end) {
     const uint64_t tag = c.varint();
@@ -64,7 +66,7 @@ bool readRange(const uint8_t* begin, const uint8_t* end, SiteRange* r, ProbeShap
       if (!c.ok) return false;
       continue;
     }
-    if (wire != kVarint || field < 1 || field > 9) {
+    if (wire != kVarint || field < 1 || field > 14) {
       if (!c.skip(wire)) return false;
       continue;
     }
@@ -79,6 +81,8 @@ bool readRange(const uint8_t* begin, const uint8_t* end, SiteRange* r, ProbeShap
       case 7: r->base = v; break;
       case 8: r->dtype = static_cast<uint8_t>(v); break;
       case 9: r->source = static_cast<uint8_t>(v); break;
+      case 13: reuse->source_site_id = v; break;
+      case 14: reuse->source_range = static_cast<uint32_t>(v); break;
       default: break;
     }
   }
@@ -89,6 +93,7 @@ bool readSite(const uint8_t* begin, const uint8_t* end, TensorRunParts* parts, s
               std::vector<uint32_t>* scratch_ranges, std::vector<uint32_t>* dims) {
   RunSite s;
   std::optional<ProbeShape> probe_shape;
+  const size_t first_reuse = parts->reuses.size();
   s.first_range = static_cast<uint32_t>(parts->ranges.size());
   s.first_pointer = static_cast<uint32_t>(parts->pointers.size());
   scratch_offsets->clear();
@@ -106,8 +111,13 @@ bool readSite(const uint8_t* begin, const uint8_t* end, TensorRunParts* parts, s
       r.param = 0;  // proto3: an absent field is 0
       ProbeShape shape;
       bool has_shape = false;
-      if (!readRange(c.at, c.at + length, &r, &shape, &has_shape)) return false;
+      RangeReuse reuse;
+      if (!readRange(c.at, c.at + length, &r, &shape, &has_shape, &reuse)) return false;
       if (has_shape) probe_shape = std::move(shape);
+      if (reuse.source_site_id != 0) {
+        reuse.range = r.index;
+        parts->reuses.push_back(reuse);  // the site's id filled below: it may follow its ranges
+      }
       parts->ranges.push_back(r);
       c.at += length;
       continue;
@@ -162,6 +172,7 @@ bool readSite(const uint8_t* begin, const uint8_t* end, TensorRunParts* parts, s
   for (size_t i = 0; i < pointers; ++i) parts->pointers.push_back(PointerWord{(*scratch_offsets)[i], (*scratch_ranges)[i]});
   s.pointer_count = static_cast<uint32_t>(pointers);
   if (probe_shape) parts->probe_shapes[s.id] = std::move(*probe_shape);
+  for (size_t i = first_reuse; i < parts->reuses.size(); ++i) parts->reuses[i].site_id = s.id;
   parts->sites.push_back(s);
   return true;
 }
@@ -173,7 +184,8 @@ ObservationFrame decodeSiteFrame(std::string_view payload, TensorRunParts* parts
   const uint8_t* end = nullptr;
   if (!frameBody(reinterpret_cast<const uint8_t*>(payload.data()), payload.size(), kSitesField, &begin, &end))
     return ObservationFrame::kNotObservations;
-  const size_t sites = parts->sites.size(), ranges = parts->ranges.size(), pointers = parts->pointers.size();
+  const size_t sites = parts->sites.size(), ranges = parts->ranges.size(), pointers = parts->pointers.size(),
+               reuses = parts->reuses.size();
   std::vector<uint32_t> offsets, range_of, dims;
   Cursor c{begin, end};
   bool ok = true;
@@ -198,6 +210,7 @@ ObservationFrame decodeSiteFrame(std::string_view payload, TensorRunParts* parts
     parts->sites.resize(sites);
     parts->ranges.resize(ranges);
     parts->pointers.resize(pointers);
+    parts->reuses.resize(reuses);
     *error = "a site batch does not decode (truncated field)";
     return ObservationFrame::kBad;
   }

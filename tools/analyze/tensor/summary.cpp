@@ -16,6 +16,8 @@ TensorSummary summarizeRun(const TensorRun& run, const AnalysisOptions& options)
   s.replayed_launches = run.replayedLaunches();
   s.observations = run.observations().size();
   s.ranges = run.rangeCount();
+  s.reused_ranges = run.reuses().size();
+  s.carried = run.carriedObservations();
   s.points = run.points().size();
   s.statuses = run.statuses();
   s.warnings = run.warnings();

@@ -45,6 +45,9 @@ struct TensorSummary {
   uint64_t eager_launches = 0, replayed_launches = 0;
   uint64_t observations = 0, incomplete = 0, hash_only = 0, nonfinite = 0;
   uint64_t ranges = 0;
+  // Ranges not fingerprinted at their site (RangeReuse), and the
+  // observations carried to them (counted in `observations`).
+  uint64_t reused_ranges = 0, carried = 0;
   uint64_t sites_not_fingerprinted = 0;
   std::map<uint32_t, uint64_t> site_status;  // status (not 0) -> sites
   uint64_t ranges_dropped = 0;

@@ -160,6 +160,14 @@ void addSite(const bundle::TensorSite& s, TensorRunParts* parts) {
     range.dtype = static_cast<uint8_t>(r.dtype());
     range.source = static_cast<uint8_t>(r.source());
     parts->ranges.push_back(range);
+    if (r.reuse_site() != 0) {
+      RangeReuse reuse;
+      reuse.site_id = site.id;
+      reuse.range = range.index;
+      reuse.source_site_id = r.reuse_site();
+      reuse.source_range = r.reuse_range();
+      parts->reuses.push_back(reuse);
+    }
     if (r.shape_known()) {
       ProbeShape& shape = parts->probe_shapes[site.id];
       shape.shape.assign(r.shape().begin(), r.shape().end());
@@ -193,7 +201,7 @@ void addObservations(const bundle::TensorObservationBatch& b, std::vector<Finger
     f.exec = b.exec(i);
     f.range = static_cast<uint16_t>(std::min<uint32_t>(b.range(i), 0xffff));
     f.dtype = static_cast<uint8_t>(b.dtype(i));
-    f.flags = static_cast<uint8_t>(b.flags(i));
+    f.flags = static_cast<uint8_t>(b.flags(i) & ~uint32_t{kAnalyzerObservationFlags});
     f.elements = b.elements(i);
     f.hash = b.hash(i);
     f.setCounts(b.nan(i), b.pos_inf(i), b.neg_inf(i), b.zero(i));

@@ -39,6 +39,7 @@ TensorRun TensorRun::assemble(TensorRunParts parts) {
   run.probe_shapes_ = std::move(parts.probe_shapes);
   run.warnings_ = std::move(parts.warnings);
   run.recorded_ = std::move(parts.recorded);
+  run.reuses_ = std::move(parts.reuses);
   std::stable_sort(run.points_.begin(), run.points_.end(),
                    [](const RunPoint& a, const RunPoint& b) { return a.sequence < b.sequence; });
   run.sortSites();

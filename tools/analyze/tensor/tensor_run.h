@@ -1,6 +1,7 @@
 // One tensor bundle (.tcgd-tensor) as the tensor analyses see it: the
 // kernels, the probed launches ("sites") in record-sequence order, every
-// observation indexed by (site, execution, range), the captures with their
+// observation indexed by (site, execution, range) (a reused range's carried
+// from the node that fingerprinted it: RangeReuse), the captures with their
 // replays, the points, and one list of launches: every execution of a site in
 // the order the job issued it (an eager site once, at its own sequence; a
 // captured site once per replay of its graph, at the replay's sequence, in
@@ -123,6 +124,12 @@ struct ProbeShape {
 // Set by the loader (never in bundles) when a count did not fit in 32 bits:
 // the counts then read 0xffffffff and tell nothing (see finite()).
 inline constexpr uint8_t kCountsSaturated = 0x80;
+// Set by assemble() (never in bundles) on an observation it carried to a
+// reused range (RangeReuse) from the node that fingerprinted the bytes.
+inline constexpr uint8_t kObservationReused = 0x40;
+// The flags the analyzer sets itself; the loader clears them in what a
+// bundle says.
+inline constexpr uint8_t kAnalyzerObservationFlags = kCountsSaturated | kObservationReused;
 
 // One observation: the fingerprint of one range of one site in one execution.
 // 88 bytes: a run holds tens of millions. The NaN, Inf and zero counts are
@@ -146,13 +153,16 @@ struct Fingerprint {
   uint16_t range = 0;           // at most tensor::kMaxRangesPerLaunch (96) in practice
   uint16_t chunks_missing = 0;  // saturates at 65535
   uint8_t dtype = 0;
-  uint8_t flags = 0;  // tensor::kObservationHashOnly, kObservationIncomplete, kCountsSaturated
+  uint8_t flags = 0;  // tensor::kObservationHashOnly, kObservationIncomplete, kCountsSaturated, kObservationReused
 
   // Finite elements; all elements (an upper bound) when the counts saturated.
   uint64_t finite() const {
     return countsSaturated() ? elements : elements - nan - pos_inf - neg_inf;
   }
   bool countsSaturated() const { return (flags & kCountsSaturated) != 0; }
+  // Not fingerprinted at its site: the observation of an earlier node,
+  // carried (TensorRun::reuseOf() says which).
+  bool carried() const { return (flags & kObservationReused) != 0; }
   bool hashOnly() const;
   bool incomplete() const;
   // Sets the four counts, saturating.
@@ -288,6 +298,31 @@ struct RecordedObservation {
   std::string bytes;
 };
 
+// A range its site did not fingerprint (TensorRange.reuse_site and
+// reuse_range; captured sites only): a known input of the launch (a cuBLAS
+// GEMM's A and B, ...) whose bytes nothing captured between could have
+// written since an earlier node of the same capture fingerprinted the same
+// range. In every replay of the site, the range's observation is that
+// node's observation in the same replay: assemble() copies it to the range
+// (flagged kObservationReused), so the analyses see the range observed as
+// if it had been fingerprinted here. The loader fills the ids; assemble()
+// resolves them, following a source that is itself reused to the node that
+// fingerprinted the bytes. The site's SiteRange stays 40 bytes: reuses are
+// few and kept here.
+struct RangeReuse {
+  uint64_t site_id = 0;         // TensorSite.site of the range's site
+  uint64_t source_site_id = 0;  // TensorRange.reuse_site
+  uint32_t source_range = 0;    // TensorRange.reuse_range (a SiteRange::index of that site)
+  uint16_t range = 0;           // SiteRange::index at site_id
+  // assemble(): indices into TensorRun::sites(). `from_site` and
+  // `from_range` name the node that fingerprinted the bytes (the source, or
+  // the end of a chain of reuses); kNone32 when the reuse was not carried
+  // (TensorRun::warnings() says why).
+  uint32_t site = kNone32;
+  uint32_t from_site = kNone32;
+  uint32_t from_range = 0;
+};
+
 struct TensorRunParts {
   TensorBundleInfo info;
   std::vector<RunKernel> kernels;
@@ -307,6 +342,7 @@ struct TensorRunParts {
   std::vector<TensorCounterFrame> counters;
   std::vector<ProbeStatus> statuses;
   std::vector<RecordedObservation> recorded;  // site resolved by assemble()
+  std::vector<RangeReuse> reuses;              // ids only; resolved by assemble()
   std::vector<std::string> warnings;
 };
 
@@ -314,9 +350,12 @@ class TensorRun {
  public:
   // Builds the derived data: sites in sequence order, kernel names
   // demangled, captures with their sites and replays, the launch list and the
-  // observation index. Inconsistencies a real file can have (an observation
-  // of an unknown site or range, a replay index no launch record explains, a
-  // site of a capture never begun) become warnings, never errors.
+  // observation index, with the observations of reused ranges carried from
+  // the nodes that fingerprinted them (RangeReuse). Inconsistencies a real
+  // file can have (an observation of an unknown site or range, a replay
+  // index no launch record explains, a site of a capture never begun, a
+  // reuse of a site or range that is not there) become warnings, never
+  // errors.
   static TensorRun assemble(TensorRunParts parts);
 
   const TensorBundleInfo& info() const { return info_; }
@@ -355,6 +394,14 @@ class TensorRun {
     return index == kNone32 ? nullptr : &observations_[index];
   }
 
+  // The reused ranges, in (site, range) order (RangeReuse; the site known),
+  // and the one of range `range` (SiteRange::index) of `site`, or nullptr.
+  // Observations carried to such a range have kObservationReused.
+  const std::vector<RangeReuse>& reuses() const { return reuses_; }
+  const RangeReuse* reuseOf(uint32_t site, uint32_t range) const;
+  // Observations carried to reused ranges (at the end of observations()).
+  uint64_t carriedObservations() const { return observations_.size() - carried_first_; }
+
   // Recorded values (a record rule): every recorded observation, in (site,
   // exec, range) order; the one of (site, exec, range) or nullptr; the
   // launches (indices into launches()) with at least one, in order.
@@ -380,6 +427,8 @@ class TensorRun {
   void sortSites();
   void resolveKernels();
   void indexObservations(const std::vector<std::pair<uint32_t, uint64_t>>& unresolved);
+  void resolveReuses(const std::unordered_map<uint64_t, uint32_t>& by_id);
+  void carryReused();
   void buildCaptures(const std::vector<GraphRecord>& records);
   void buildLaunches();
   void buildSlots();
@@ -401,6 +450,8 @@ class TensorRun {
   std::unordered_map<uint64_t, ProbeShape> probe_shapes_;
   std::vector<RecordedObservation> recorded_;
   std::vector<uint32_t> recorded_launches_;
+  std::vector<RangeReuse> reuses_;
+  size_t carried_first_ = 0;  // observations_ from here on were carried (kObservationReused)
   std::vector<uint32_t> slots_;
   uint64_t slot_count_ = 0;
   std::vector<std::string> warnings_;

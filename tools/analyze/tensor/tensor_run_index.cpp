@@ -182,15 +182,15 @@ void TensorRun::buildCaptures(const std::vector<GraphRecord>& records) {
 }
 
 void TensorRun::indexObservations(const std::vector<std::pair<uint32_t, uint64_t>>& unresolved) {
+  std::unordered_map<uint64_t, uint32_t> by_id;
+  if (!unresolved.empty() || !reuses_.empty()) {
+    by_id.reserve(sites_.size());
+    for (uint32_t i = 0; i < sites_.size(); ++i) by_id.emplace(sites_[i].id, i);
+  }
   // Rows the loader met before their site: resolved by id now.
-  if (!unresolved.empty()) {
-    std::unordered_map<uint64_t, uint32_t> index;
-    index.reserve(sites_.size());
-    for (uint32_t i = 0; i < sites_.size(); ++i) index.emplace(sites_[i].id, i);
-    for (const auto& [row, id] : unresolved) {
-      const auto it = index.find(id);
-      if (row < observations_.size()) observations_[row].site = it == index.end() ? kNone32 : it->second;
-    }
+  for (const auto& [row, id] : unresolved) {
+    const auto it = by_id.find(id);
+    if (row < observations_.size()) observations_[row].site = it == by_id.end() ? kNone32 : it->second;
   }
   // One pass over the rows: each site's execution window and range slots.
   std::vector<uint32_t> first(sites_.size(), kNone32), last(sites_.size(), 0), ranges(sites_.size(), 0);
@@ -199,6 +199,11 @@ void TensorRun::indexObservations(const std::vector<std::pair<uint32_t, uint64_t
     for (uint32_t i = 0; i < site.range_count; ++i)
       ranges[s] = std::max<uint32_t>(ranges[s], ranges_[site.first_range + i].index + 1u);
   }
+  const auto widen = [&](const Fingerprint& o) {
+    first[o.site] = std::min(first[o.site], o.exec);
+    last[o.site] = std::max(last[o.site], o.exec);
+    ranges[o.site] = std::max<uint32_t>(ranges[o.site], o.range + 1u);
+  };
   size_t kept = 0;
   for (size_t i = 0; i < observations_.size(); ++i) {
     const uint32_t s = observations_[i].site < sites_.size() ? observations_[i].site : kNone32;
@@ -207,15 +212,18 @@ void TensorRun::indexObservations(const std::vector<std::pair<uint32_t, uint64_t
     if (kept != i) o = observations_[i];
     o.site = s;
     ++kept;
-    first[s] = std::min(first[s], o.exec);
-    last[s] = std::max(last[s], o.exec);
-    ranges[s] = std::max<uint32_t>(ranges[s], o.range + 1u);
+    widen(o);
   }
   if (kept < observations_.size()) {
     warnings_.push_back(fmt::format("{} observation(s) name a site the bundle does not describe; left out",
                                     observations_.size() - kept));
     observations_.resize(kept);
   }
+  // The reused ranges' observations, appended and indexed as loaded ones.
+  carried_first_ = observations_.size();
+  resolveReuses(by_id);
+  carryReused();
+  for (size_t i = carried_first_; i < observations_.size(); ++i) widen(observations_[i]);
   uint64_t total = 0;
   for (uint32_t s = 0; s < sites_.size(); ++s) {
     RunSite& site = sites_[s];
@@ -231,11 +239,13 @@ void TensorRun::indexObservations(const std::vector<std::pair<uint32_t, uint64_t
 
 void TensorRun::buildSlots() {
   slots_.assign(slot_count_, kNone32);
-  uint64_t duplicates = 0;
-  for (uint32_t i = 0; i < observations_.size(); ++i) {
-    const Fingerprint& o = observations_[i];
+  const auto slot_of = [&](const Fingerprint& o) -> uint32_t& {
     const RunSite& site = sites_[o.site];
-    uint32_t& slot = slots_[site.slot_base + (o.exec - site.exec_first) * site.slots_per_exec + o.range];
+    return slots_[site.slot_base + (o.exec - site.exec_first) * site.slots_per_exec + o.range];
+  };
+  uint64_t duplicates = 0;
+  for (uint32_t i = 0; i < carried_first_; ++i) {
+    uint32_t& slot = slot_of(observations_[i]);
     if (slot != kNone32) {
       ++duplicates;
       continue;
@@ -245,6 +255,27 @@ void TensorRun::buildSlots() {
   if (duplicates > 0) {
     warnings_.push_back(fmt::format("{} observation(s) repeat a (site, replay, range) already seen; the first is used",
                                     duplicates));
+  }
+  // Carried rows go where the bundle has no observation; the rows kept close
+  // up behind the loaded ones (nothing refers to them yet).
+  size_t kept = carried_first_;
+  uint64_t observed = 0;
+  for (size_t i = carried_first_; i < observations_.size(); ++i) {
+    uint32_t& slot = slot_of(observations_[i]);
+    if (slot != kNone32) {
+      // The bundle observed the range after all (or its source repeats an
+      // observation, said above).
+      if (slot < carried_first_) ++observed;
+      continue;
+    }
+    if (kept != i) observations_[kept] = observations_[i];
+    slot = static_cast<uint32_t>(kept++);
+  }
+  observations_.resize(kept);
+  if (observed > 0) {
+    warnings_.push_back(fmt::format("{} observation(s) of reused ranges are in the bundle; they are used instead of "
+                                    "the ones their sources carry",
+                                    observed));
   }
 }
 

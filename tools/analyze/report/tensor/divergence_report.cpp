@@ -85,9 +85,10 @@ void appendDivergence(const RunComparison& c, const Divergence& d, bool full, st
                                    argumentText(c, d.pair, rc), rc.reference_range == kNone32 ? "candidate" : "reference"));
       continue;
     }
-    others.push_back(fmt::format("{} {} {}{}", argumentText(c, d.pair, rc), rangeRoleName(rc.role),
+    others.push_back(fmt::format("{} {} {}{}{}", argumentText(c, d.pair, rc), rangeRoleName(rc.role),
                                  verdictName(rc.after.verdict),
-                                 rc.values != kNone32 ? "; " + valuesSummary(d.launch.values[rc.values]) : ""));
+                                 rc.values != kNone32 ? "; " + valuesSummary(d.launch.values[rc.values]) : "",
+                                 carriedNote(c, rc)));
   }
   if (!others.empty()) {
     out->push_back('\n');

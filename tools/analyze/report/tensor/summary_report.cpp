@@ -48,8 +48,10 @@ Report tensorSummaryReport(const TensorSummary& s, size_t top) {
              s.captured_sites, s.copies, s.sets, s.kernels);
   appendLine(&t, 2, "{:<14} {} ({} eager, {} replayed)", "launches", s.eager_launches + s.replayed_launches,
              s.eager_launches, s.replayed_launches);
-  appendLine(&t, 2, "{:<14} {} ({} incomplete, {} hash only, {} with NaN/Inf), {} ranges of sites", "observations",
-             s.observations, s.incomplete, s.hash_only, s.nonfinite, s.ranges);
+  appendLine(&t, 2, "{:<14} {} ({} incomplete, {} hash only, {} with NaN/Inf{}), {} ranges of sites{}", "observations",
+             s.observations, s.incomplete, s.hash_only, s.nonfinite,
+             s.carried == 0 ? "" : fmt::format(", {} carried to reused ranges", s.carried), s.ranges,
+             s.reused_ranges == 0 ? "" : fmt::format(" ({} reused from an earlier node)", s.reused_ranges));
   appendLine(&t, 2, "{:<14} {}: {}", "steps", s.steps.steps.size(), s.steps.description);
   appendLine(&t, 2, "{:<14} {}", "points", s.points);
   if (!s.captures.empty()) {
@@ -120,7 +122,9 @@ Report tensorSummaryReport(const TensorSummary& s, size_t top) {
   json.key("incomplete").value(s.incomplete);
   json.key("hash_only").value(s.hash_only);
   json.key("nonfinite").value(s.nonfinite);
+  json.key("carried").value(s.carried);
   json.endObject();
+  json.key("reused_ranges").value(s.reused_ranges);
   json.key("steps").beginObject();
   json.key("count").value(s.steps.steps.size());
   json.key("method").value(s.steps.description);

@@ -395,6 +395,7 @@ void fingerprintJson(const Fingerprint* f, JsonWriter& json) {
   json.key("hash_only").value(f->hashOnly());
   json.key("counts_saturated").value(f->countsSaturated());
   json.key("incomplete").value(f->incomplete());
+  json.key("carried").value(f->carried());
   json.endObject();
 }
 
@@ -643,6 +644,14 @@ void appendStatistics(const RunComparison& c, const RangeCompare& rc, int indent
     appendLine(out, indent, "{:<18} {:<28} {}", name, cell(a, get), cell(b, get));
   };
   appendLine(out, indent, "{:<18} {:<28} {}", "", "reference", "candidate");
+  if ((a != nullptr && a->carried()) || (b != nullptr && b->carried())) {
+    // A reused range: not fingerprinted at this launch, its observation is
+    // the earlier node's that fingerprinted the bytes.
+    const auto origin = [](const TensorRun& run, const Fingerprint* f) -> std::string {
+      return f == nullptr ? "-" : f->carried() ? carriedText(run, f) : "here";
+    };
+    appendLine(out, indent, "{:<18} {:<28} {}", "fingerprinted", origin(*c.reference, a), origin(*c.candidate, b));
+  }
   row("dtype", [](const Fingerprint& f) { return std::string(dtypeName(f.dtype)); });
   row("elements", [](const Fingerprint& f) { return std::to_string(f.elements); });
   row("hash", [](const Fingerprint& f) { return hex(f.hash); });
@@ -658,6 +667,24 @@ void appendStatistics(const RunComparison& c, const RangeCompare& rc, int indent
   row("mean / std", [](const Fingerprint& f) { const Moments m = moments(f); return number(m.mean) + " / " + number(m.std); });
   appendLine(out, indent, "{:<18} {} ({})", "verdict", verdictName(rc.after.verdict), verdictText(rc.after));
   appendLine(out, indent, "{:<18} {}", "tolerance", toleranceText(rc.after, a != nullptr ? a->dtype : 0));
+}
+
+std::string carriedText(const TensorRun& run, const Fingerprint* f) {
+  if (f == nullptr || !f->carried()) return "";
+  const RangeReuse* r = run.reuseOf(f->site, f->range);
+  if (r == nullptr || r->from_site == kNone32) return "carried";
+  return fmt::format("carried from site {}", run.site(r->from_site).id);
+}
+
+std::string carriedNote(const RunComparison& c, const RangeCompare& rc) {
+  std::string note;
+  for (int side = 0; side < 2; ++side) {
+    const TensorRun& run = runOf(c, side);
+    const uint32_t obs = side == 0 ? rc.reference_obs : rc.candidate_obs;
+    const std::string text = carriedText(run, obs == kNone32 ? nullptr : &run.observations()[obs]);
+    if (!text.empty()) note += fmt::format("; {} {}", sideName(side), text);
+  }
+  return note;
 }
 
 std::string htmlEscape(std::string_view text) {

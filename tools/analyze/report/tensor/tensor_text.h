@@ -65,8 +65,16 @@ void comparisonHeaderJson(const RunComparison& c, JsonWriter& json);
 
 // Text lines of the same header (runs, steps, alignment, compared).
 void appendComparisonHeader(const RunComparison& c, std::string* out);
-// The statistics of a compared argument side by side.
+// The statistics of a compared argument side by side (with where each was
+// fingerprinted when either side's was carried from an earlier node).
 void appendStatistics(const RunComparison& c, const RangeCompare& rc, int indent, std::string* out);
+// A reused range's observation (Fingerprint::carried()): "carried from site
+// N", the node that fingerprinted the bytes; "" for one fingerprinted at its
+// own launch (or none).
+std::string carriedText(const TensorRun& run, const Fingerprint* f);
+// The same for both sides of a compared argument, as a clause to append:
+// "; candidate carried from site 12"; "" when neither was carried.
+std::string carriedNote(const RunComparison& c, const RangeCompare& rc);
 
 // "&amp;" for '&', and so on for < > " '.
 std::string htmlEscape(std::string_view text);
