@@ -95,10 +95,12 @@ void describeKernel(KernelInfo* k, const char* probe_name = nullptr) {
     k->params_bytes = end;
   }
   k->param_status = static_cast<uint32_t>(status);
-  // ATen's single-output elementwise kernels name their inputs.
+  // ATen's single-output elementwise kernels name their inputs, and a C++
+  // kernel's name its read-only pointers.
   if (k->family == 1 || k->family == 2) {
     const int16_t data = atenDataParam(demangled);
     if (data >= 0 && static_cast<uint32_t>(data) < k->param_count) k->data_array = static_cast<uint16_t>(data + 1);
+    k->const_params = constPointerParams(demangled, k->param_count);
   }
 
   uint64_t name_blob = 0, layout_blob = 0;

@@ -29,6 +29,9 @@ struct KernelInfo {
   // 1 + the parameter index of ATen's data array (its output, then its
   // inputs: known_inputs.h); 0 none (zero: the table stays in zero pages).
   uint16_t data_array = 0;
+  // Bit i: parameter i is a pointer the kernel's name declares read-only
+  // (constPointerParams, known_inputs.h).
+  uint64_t const_params = 0;
   uint32_t params_bytes = 0;   // end of the last parameter
   uint32_t param_status = 0;   // CUresult of the first failing layout query, 0 when known
   uint32_t layout_first = 0;   // index of its first (offset, size) pair in the layout pool

@@ -1,5 +1,6 @@
 #include "collectors/tensor/known_inputs.h"
 
+#include <bit>
 #include <vector>
 
 #include "collectors/tensor/kernel_demangle.h"
@@ -34,6 +35,30 @@ uint64_t pointerArrayLength(std::string_view text) {
   return 0;
 }
 
+// A parameter whose first 8 bytes are a pointer the kernel only reads:
+// "float const*", "c10::Half const* const*" (the array of pointers itself),
+// "at::cuda::detail::TensorInfo<float const, unsigned int>",
+// "at::GenericPackedTensorAccessor<float const, 2ul, at::RestrictPtrTraits, int>".
+// ("float* const" never shows: a parameter's own const is not mangled.)
+bool readOnlyFirstWord(const Nodes& part) {
+  const std::string_view text = partText(part);
+  for (std::string_view suffix : {std::string_view(" const*"), std::string_view(" const* __restrict__")})
+    if (text.size() > suffix.size() && text.substr(text.size() - suffix.size()) == suffix) return true;
+  if (part.empty() || !part.back().group || part.back().open != '<' || part.back().parts.empty()) return false;
+  const std::vector<Nodes> scopes = name_parse::splitScopes(part);
+  const bool tensor_info = scopes.size() == 4 && name_parse::scopeIdentifier(scopes[0]) == "at" &&
+                           name_parse::scopeIdentifier(scopes[1]) == "cuda" &&
+                           name_parse::scopeIdentifier(scopes[2]) == "detail" &&
+                           name_parse::scopeIdentifier(scopes[3]) == "TensorInfo";
+  const bool accessor = scopes.size() == 2 && name_parse::scopeIdentifier(scopes[0]) == "at" &&
+                        name_parse::scopeIdentifier(scopes[1]) == "GenericPackedTensorAccessor";
+  if (!tensor_info && !accessor) return false;
+  const std::string_view element = partText(part.back().parts.front());
+  constexpr std::string_view kConst = " const";
+  return element.size() > kConst.size() && element.substr(element.size() - kConst.size()) == kConst &&
+         element.find('*') == std::string_view::npos;
+}
+
 bool contains(const uint64_t* values, uint32_t count, uint64_t v) {
   for (uint32_t i = 0; i < count; ++i)
     if (values[i] == v) return true;
@@ -64,22 +89,39 @@ int16_t atenDataParam(std::string_view demangled) {
   return found;
 }
 
+uint64_t constPointerParams(std::string_view demangled, uint32_t param_count) {
+  const name_parse::ParsedName p = name_parse::parseName(demangled);
+  if (!p.ok || !p.has_params || p.params.parts.size() != param_count) return 0;
+  uint64_t bits = 0;
+  for (size_t i = 0; i < p.params.parts.size() && i < 64; ++i)
+    if (readOnlyFirstWord(p.params.parts[i])) bits |= uint64_t{1} << i;
+  return bits;
+}
+
+bool InputWords::holds(uint32_t offset) const {
+  if (data_size >= 16 && offset >= data_offset + 8 && offset + 8 <= data_offset + data_size) return true;
+  for (uint64_t bits = const_params; bits != 0; bits &= bits - 1) {
+    const uint32_t i = static_cast<uint32_t>(std::countr_zero(bits));
+    if (i < param_count && offsets[i] == offset) return true;
+  }
+  return false;
+}
+
 void markKnownInputs(const proto::SiteBlobRange* ranges, uint32_t range_count,
                      const proto::SiteBlobPointer* pointers, uint32_t pointer_count,
-                     const LibraryOperands* operands, uint32_t data_offset, uint32_t data_size, bool* known) {
+                     const LibraryOperands* operands, const InputWords& words, bool* known) {
   for (uint32_t i = 0; i < range_count; ++i) known[i] = false;
   if (operands != nullptr && operands->depth != 0) {
     for (uint32_t i = 0; i < range_count; ++i)
       known[i] = contains(operands->inputs, operands->input_count, ranges[i].ptr) &&
                  !contains(operands->outputs, operands->output_count, ranges[i].ptr);
-  } else if (data_size >= 16) {
-    // Every word naming the range must be an input word of the data array
-    // (each range was found through a word, so each is named at least once).
+  } else if (words.any()) {
+    // Every word naming the range must be an input word (each range was
+    // found through a word, so each is named at least once).
     for (uint32_t i = 0; i < range_count; ++i) known[i] = true;
     for (uint32_t w = 0; w < pointer_count; ++w) {
       const uint32_t r = pointers[w].range;
-      const uint32_t off = pointers[w].offset;
-      if (r < range_count && !(off >= data_offset + 8 && off + 8 <= data_offset + data_size)) known[r] = false;
+      if (r < range_count && !words.holds(pointers[w].offset)) known[r] = false;
     }
   }
   // A known input overlapping any range that is not one may be written.

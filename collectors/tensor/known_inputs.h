@@ -16,8 +16,15 @@
 //   - ATen's elementwise kernels with one output, vectorized_elementwise_
 //     kernel and unrolled_elementwise_kernel, whose `std::array<char*, N>`
 //     parameter holds the output first and the N - 1 inputs after it
-//     (TensorIterator's order). A range is a known input when every
-//     pointer word naming it is one of the inputs.
+//     (TensorIterator's order);
+//   - a C++ kernel's parameters that its mangled name declares read-only: a
+//     pointer to const (layer_norm's `float const* X`, log_softmax's input,
+//     nll_loss's target), or a struct whose first member is one (ATen's
+//     `TensorInfo<float const, unsigned int>`, `GenericPackedTensorAccessor<
+//     float const, ...>`). Writing through one means casting the const away,
+//     which kernels do not do; reuse=off is there for one that does.
+// For the last two, a range is a known input when every pointer word naming
+// it is an input word.
 // Either way a known input that overlaps another range of the launch (an
 // in-place op: the output is an input too) is not one.
 //
@@ -63,13 +70,33 @@ struct LibraryOperands {
 // kernel's demangled name, or -1.
 int16_t atenDataParam(std::string_view demangled);
 
+// The parameters (bit i: parameter i, i < 64) that a C++ kernel's demangled
+// name declares read-only: a pointer to const, or a TensorInfo or
+// GenericPackedTensorAccessor of a const element type (its first word). 0
+// when the name has no parameter list, or not `param_count` parameters (the
+// name and the layout disagree: nothing is trusted).
+uint64_t constPointerParams(std::string_view demangled, uint32_t param_count);
+
+// Where a launch's parameters hold pointers the kernel only reads.
+struct InputWords {
+  uint32_t data_offset = 0;  // ATen's data array: output word, then inputs
+  uint32_t data_size = 0;    // 0: none
+  uint64_t const_params = 0;             // constPointerParams
+  const uint32_t* offsets = nullptr;     // the parameters' offsets
+  uint32_t param_count = 0;
+
+  bool any() const { return data_size >= 16 || const_params != 0; }
+  // Whether the 8-byte word at `offset` of the parameters is an input word.
+  bool holds(uint32_t offset) const;
+};
+
 // Which ranges of one launch are known inputs (known[i] for scan range i;
 // `known` holds range_count entries). `operands`: the library call the launch
-// was made in, or nullptr. `data_offset`, `data_size`: the byte range of
-// ATen's data array in the parameters (data_size 0: none).
+// was made in, or nullptr; outside one, `words` says which parameter words
+// are inputs.
 void markKnownInputs(const proto::SiteBlobRange* ranges, uint32_t range_count,
                      const proto::SiteBlobPointer* pointers, uint32_t pointer_count,
-                     const LibraryOperands* operands, uint32_t data_offset, uint32_t data_size, bool* known);
+                     const LibraryOperands* operands, const InputWords& words, bool* known);
 
 // The ranges fingerprinted in one capture by one thread, still as they were.
 struct ReuseEntry {

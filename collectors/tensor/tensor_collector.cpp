@@ -393,14 +393,20 @@ bool probeLaunch(const KernelLaunch& launch) {
   // Captured: which ranges it only reads (known_inputs.h), when its
   // pointer words were all kept.
   const LibraryOperands& operands = libraryOperands();
-  if (sel.capture.captured && scan.pointer_count < limits.max_pointers && (operands.depth != 0 || k->data_array != 0)) {
-    uint32_t data_offset = 0, data_size = 0;
-    if (k->data_array != 0 && launch.params != nullptr) {
-      data_offset = kernels().layoutOffsets()[k->layout_first + k->data_array - 1u];
-      data_size = kernels().layoutSizes()[k->layout_first + k->data_array - 1u];
+  if (sel.capture.captured && scan.pointer_count < limits.max_pointers &&
+      (operands.depth != 0 || k->data_array != 0 || k->const_params != 0)) {
+    InputWords words;
+    if (launch.params != nullptr && k->param_count != 0) {
+      if (k->data_array != 0) {
+        words.data_offset = kernels().layoutOffsets()[k->layout_first + k->data_array - 1u];
+        words.data_size = kernels().layoutSizes()[k->layout_first + k->data_array - 1u];
+      }
+      words.const_params = k->const_params;
+      words.offsets = kernels().layoutOffsets() + k->layout_first;
+      words.param_count = k->param_count;
     }
     markKnownInputs(scan.ranges, scan.range_count, scan.pointers, scan.pointer_count,
-                    operands.depth != 0 ? &operands : nullptr, data_offset, data_size, sc->known);
+                    operands.depth != 0 ? &operands : nullptr, words, sc->known);
     p.known_inputs = true;
   }
   finishProbe(p, scan, *sc);

@@ -132,6 +132,16 @@ void gemmBody(void* const* params, const uint32_t*, const uint32_t*, void*) {
   for (int i = 0; i < 1024; ++i) out[i] = x[i] * y[i];
 }
 
+// twice_kernel<float>(const float* x, float* out, int n): out = 2 x. Its
+// name declares x read-only.
+constexpr const char* kConstInputKernel = "_ZN2at6native12_GLOBAL__N_112twice_kernelIfEEvPKT_PS3_i";
+void twiceBody(void* const* params, const uint32_t*, const uint32_t*, void*) {
+  const auto* x = *static_cast<const float* const*>(params[0]);
+  float* out = *static_cast<float* const*>(params[1]);
+  const int n = *static_cast<const int*>(params[2]);
+  for (int i = 0; i < n; ++i) out[i] = 2 * x[i];
+}
+
 struct FakeGemm {  // fake_cublas.cpp's handle
   CUfunction kernel;
   CUstream stream;
@@ -145,12 +155,17 @@ struct FakeGemm {  // fake_cublas.cpp's handle
 //   2 d = gemm(c, b) in cuBLAS     c reuses 1's, b reuses 1's
 //   3 b *= 3                       writes b
 //   4 c = b + a   (ATen's add)     b reuses 3's (written there), a reuses 0's
-// The same five eagerly first (nothing reused there). Three replays.
+//   5 e = twice(c) (float const* c) c reuses 4's
+// The same six eagerly first (nothing reused there). Three replays.
 int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements) {
   CUresult r;
-  CUdeviceptr c = 0, d = 0;
+  CUdeviceptr c = 0, d = 0, e = 0;
   if ((r = cuMemAlloc_v2(&c, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc c", r);
   if ((r = cuMemAlloc_v2(&d, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc d", r);
+  if ((r = cuMemAlloc_v2(&e, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc e", r);
+  const uint32_t twice_offsets[] = {0, 8, 16}, twice_sizes[] = {8, 8, 4};
+  auto* twice = static_cast<CUfunction>(fake_cuda_make_kernel_params(kConstInputKernel, 2, 3, twice_offsets, twice_sizes));
+  fake_cuda_set_kernel_body(twice, twiceBody, nullptr);
   const uint32_t add_offsets[] = {0, 4, 8}, add_sizes[] = {4, 1, 24};
   auto* add = static_cast<CUfunction>(fake_cuda_make_kernel_params(kAtenAdd, 2, 3, add_offsets, add_sizes));
   fake_cuda_set_kernel_body(add, addBody, nullptr);
@@ -177,6 +192,7 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   void* b3[] = {&b, &three};
   void* add_ab[] = {&n, &functor, cab};
   void* add_ba[] = {&n, &functor, cba};
+  void* twice_c[] = {&c, &e, &n};
   const uint32_t blocks = elements / 256;
   const auto work = [&]() -> int {
     if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, a2, nullptr)) != CUDA_SUCCESS) return fail("a *= 2", r);
@@ -189,6 +205,7 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
     }
     if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, b3, nullptr)) != CUDA_SUCCESS) return fail("b *= 3", r);
     if ((r = cuLaunchKernel(add, blocks, 1, 1, 256, 1, 1, 0, s, add_ba, nullptr)) != CUDA_SUCCESS) return fail("c = b + a", r);
+    if ((r = cuLaunchKernel(twice, blocks, 1, 1, 256, 1, 1, 0, s, twice_c, nullptr)) != CUDA_SUCCESS) return fail("e = 2 c", r);
     return 0;
   };
   if (const int failed = work()) return failed;
@@ -210,6 +227,7 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   value("b", b);
   value("c", c);
   value("d", d);
+  value("e", e);
   value("replays", kReplays);
   std::fflush(stdout);
   return 0;

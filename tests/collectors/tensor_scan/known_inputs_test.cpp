@@ -81,11 +81,17 @@ struct Launch {
     word(offset, static_cast<uint16_t>(ranges.size() - 1));
   }
   void word(uint32_t offset, uint16_t range) { pointers.push_back(SiteBlobPointer{offset, range, 0}); }
-  std::vector<bool> known(const LibraryOperands* operands, uint32_t data_offset, uint32_t data_size) {
+  std::vector<bool> known(const LibraryOperands* operands, const InputWords& words) {
     bool out[64];
     markKnownInputs(ranges.data(), static_cast<uint32_t>(ranges.size()), pointers.data(),
-                    static_cast<uint32_t>(pointers.size()), operands, data_offset, data_size, out);
+                    static_cast<uint32_t>(pointers.size()), operands, words, out);
     return std::vector<bool>(out, out + ranges.size());
+  }
+  std::vector<bool> known(const LibraryOperands* operands, uint32_t data_offset, uint32_t data_size) {
+    InputWords words;
+    words.data_offset = data_offset;
+    words.data_size = data_size;
+    return known(operands, words);
   }
 };
 
@@ -146,6 +152,89 @@ TEST(MarkKnownInputs, ALibraryCallsOperandsByPointer) {
   // Outside a call (depth 0), and without a data array, nothing is known.
   gemm.depth = 0;
   EXPECT_EQ(l.known(&gemm, 0, 0), (std::vector<bool>{false, false, false, false}));
+}
+
+TEST(ConstPointerParams, PointersToConstAreInputs) {
+  // vectorized_layer_norm_kernel<float, float>(int N, float eps, const T* X,
+  // const T* gamma, const T* beta, T_ACC* mean, T_ACC* rstd, T* Y).
+  const std::string layer_norm = demangle("_ZN2at6native12_GLOBAL__N_128vectorized_layer_norm_kernelIffEEviT0_PKT_S6_S6_PS3_S7_PS4_");
+  ASSERT_EQ(layer_norm, "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, "
+                        "float const*, float const*, float const*, float*, float*, float*)");
+  EXPECT_EQ(constPointerParams(layer_norm, 8), 0b11100u);
+  // An array of pointers to const: the array itself is read.
+  EXPECT_EQ(constPointerParams(demangle("_ZN2at6native12_GLOBAL__N_111ptrs_kernelIfEEvPKPKT_PS3_"), 2), 0b1u);
+  EXPECT_EQ(constPointerParams("void k(float const* __restrict__, float* __restrict__)", 2), 0b1u);
+}
+
+TEST(ConstPointerParams, StructsWhoseFirstWordPointsToConst) {
+  const std::string index_select = demangle("_ZN2at6native12_GLOBAL__N_121indexSelectLargeIndexIfjEEvNS_4cuda6detail10"
+                                            "TensorInfoIT_T0_EENS5_IKS6_S7_EENS5_IKlS7_EEiiS7_S7_l");
+  ASSERT_EQ(index_select, "void at::native::(anonymous namespace)::indexSelectLargeIndex<float, unsigned int>("
+                          "at::cuda::detail::TensorInfo<float, unsigned int>, "
+                          "at::cuda::detail::TensorInfo<float const, unsigned int>, "
+                          "at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, "
+                          "unsigned int, long)");
+  EXPECT_EQ(constPointerParams(index_select, 8), 0b110u);
+  const std::string accessor = demangle("_ZN2at6native12_GLOBAL__N_110acc_kernelIN3c104HalfEEEvNS_27GenericPacked"
+                                        "TensorAccessorIKT_Lm2ENS_17RestrictPtrTraitsEiEENS5_IS6_Lm2ES8_iEE");
+  EXPECT_EQ(constPointerParams(accessor, 2), 0b1u);
+}
+
+TEST(ConstPointerParams, NothingElse) {
+  // Pointers to non-const (a parameter's own const, `float* const`, is not
+  // spelled in a mangled name at all).
+  EXPECT_EQ(constPointerParams("void k(float*, float**, int, long)", 4), 0u);
+  // An array of const pointers to writable data: the array is read, what its
+  // pointers name is not a range of this word.
+  EXPECT_EQ(constPointerParams("void k(float* const*)", 1), 1u);
+  // A TensorInfo of pointers to const, another library's TensorInfo.
+  EXPECT_EQ(constPointerParams("void k(at::cuda::detail::TensorInfo<float const*, unsigned int>)", 1), 0u);
+  EXPECT_EQ(constPointerParams("void k(mylib::TensorInfo<float const, unsigned int>)", 1), 0u);
+  // The name and the layout disagree on the count: nothing is trusted.
+  EXPECT_EQ(constPointerParams("void k(float const*, float*)", 3), 0u);
+  // No parameter list: extern "C" and Triton kernels.
+  EXPECT_EQ(constPointerParams("triton_poi_fused_add_0", 0), 0u);
+  EXPECT_EQ(constPointerParams("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32", 0), 0u);
+  EXPECT_EQ(constPointerParams("", 0), 0u);
+}
+
+TEST(MarkKnownInputs, ConstParametersNameInputsThatNoOtherWordNames) {
+  // layer_norm(N, eps, X, gamma, beta, mean, rstd, Y) at offsets 0, 4, 8, ...
+  const uint32_t offsets[8] = {0, 4, 8, 16, 24, 32, 40, 48};
+  InputWords words;
+  words.const_params = 0b11100u;
+  words.offsets = offsets;
+  words.param_count = 8;
+  Launch l;
+  l.range(0x1000, 256, 8);   // X
+  l.range(0x2000, 64, 16);   // gamma
+  l.range(0x3000, 64, 24);   // beta
+  l.range(0x4000, 16, 32);   // mean
+  l.range(0x5000, 16, 40);   // rstd
+  l.range(0x6000, 256, 48);  // Y
+  EXPECT_EQ(l.known(nullptr, words), (std::vector<bool>{true, true, true, false, false, false}));
+  // In place (Y = X): X is named by a word that is not read-only.
+  l.word(48, 0);
+  EXPECT_EQ(l.known(nullptr, words), (std::vector<bool>{false, true, true, false, false, false}));
+  // A parameter past the layout's count is not trusted.
+  words.param_count = 3;
+  EXPECT_EQ(l.known(nullptr, words), (std::vector<bool>{false, false, false, false, false, false}));
+}
+
+TEST(MarkKnownInputs, AStructsFirstWordOnly) {
+  // indexSelect(TensorInfo dst, TensorInfo<const> src, TensorInfo<const> idx):
+  // 216-byte structs at 0, 216, 432; only each one's first word is its data.
+  const uint32_t offsets[3] = {0, 216, 432};
+  InputWords words;
+  words.const_params = 0b110u;
+  words.offsets = offsets;
+  words.param_count = 3;
+  Launch l;
+  l.range(0x1000, 256, 0);
+  l.range(0x2000, 256, 216);
+  l.range(0x3000, 64, 432);
+  l.range(0x7000, 8, 224);  // a word inside src's sizes that happened to look like a pointer
+  EXPECT_EQ(l.known(nullptr, words), (std::vector<bool>{false, true, true, false}));
 }
 
 SiteBlobRange rangeOf(uint64_t ptr, uint64_t bytes, uint8_t dtype) {
