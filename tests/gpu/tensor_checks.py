@@ -173,8 +173,11 @@ def transformer(gate, only):
         return
     runs = {}
     checks_all, traced_last = [], None
-    for mode in ("eager", "graph"):
-        case_dir, truth, b, expect, checks, traced = common(gate, f"{name}-{mode}", ["transformer", mode])
+    # "noreuse": the graph again with every range of every node fingerprinted
+    # (reuse=off), against which the carried observations are checked.
+    for mode, argv, env in (("eager", ["transformer", "eager"], None), ("graph", ["transformer", "graph"], None),
+                            ("noreuse", ["transformer", "graph"], {"TCGD_TENSOR": "fingerprint:reuse=off"})):
+        case_dir, truth, b, expect, checks, traced = common(gate, f"{name}-{mode}", argv, env)
         runs[mode] = (b, truth)
         checks_all += [(ok, f"{mode}: {what}") for ok, what in checks]
         traced_last = traced
@@ -231,7 +234,68 @@ def transformer(gate, only):
         (keep / "graph.truth.json").write_text(json.dumps(tg, indent=1))
         rng = [n for n in set(names) if any(p in n.lower() for p in ("philox", "curand", "dropout", "bernoulli"))]
         expect(not rng, f"no random-number kernels in a dropout-free step ({rng[:2]})")
+        n, _ = runs["noreuse"]
+        if n:
+            check_reuse(gate, name, g, n, expect)
     gate.rows.append((name, all(c[0] for c in checks), checks, traced_last.seconds if traced_last else 0))
+
+
+def check_reuse(gate, name, g, n, expect):
+    """Known inputs (docs/tensor.md): the graph run reuses earlier
+    fingerprints for some ranges. Each reuse claims the reader's bytes equal
+    the source's in every replay; the run without reuse (n) fingerprinted
+    both, so there the claim is checked within one run (no run-to-run
+    nondeterminism in it)."""
+    counted = (g.counters[-1].get("skipped") or {}) if g.counters else {}
+    reused = counted.get("ranges_reused", 0)
+    expect(reused > 0, f"ranges reused in the capture: {reused}")
+    carried = [o for o in g.observations if o.get("reused")]
+    expect(carried, f"{len(carried)} observations carried to reused ranges")
+    by_id = {s["site"]: s for s in captured(g)}
+    claims = set()  # ((reader node, range key), (source node, range key))
+    for s in by_id.values():
+        for r in s["ranges"]:
+            src = by_id.get(r["reuse_site"]) if r["reuse_site"] else None
+            if src is None:
+                continue
+            sr = next((x for x in src["ranges"] if x["index"] == r["reuse_range"]), None)
+            if sr is not None:
+                claims.add(((s["node"], key(r)), (src["node"], key(sr))))
+    expect(len(claims) > 0, f"{len(claims)} reused ranges name their source")
+    fresh = {}
+    obs = n.by_site()
+    for s in captured(n):
+        for r in s["ranges"]:
+            for o in obs.get(s["site"], []):
+                if o["range"] == r["index"]:
+                    fresh[(s["node"], key(r), o["exec"])] = o
+    execs = sorted({k[2] for k in fresh})
+    checked = missing = 0
+    wrong = []
+    for reader, source in sorted(claims):
+        for x in execs:
+            a, b = fresh.get((*reader, x)), fresh.get((*source, x))
+            if a is None or b is None:
+                missing += 1
+                continue
+            checked += 1
+            if a["hash"] != b["hash"]:
+                wrong.append((reader, source, x))
+    expect(checked > 0 and missing == 0,
+           f"{checked} (reader, replay) pairs found in the run without reuse ({missing} missing)")
+    expect(not wrong, f"without reuse, every reused range's fresh fingerprint equals its source's: "
+                      f"{checked - len(wrong)} of {checked} (first different: {wrong[:1]})")
+    fresh_here = sum(1 for o in g.observations if not o.get("reused"))
+    expect(len(n.observations) > fresh_here,
+           f"observations fingerprinted: {fresh_here} with reuse, {len(n.observations)} without")
+    p = gate.analyze_json("tensor", "first-divergence", "--json", str(n.path), str(g.path))
+    (gate.out / f"{name}-reuse-first-divergence.json").write_text(p.stdout + p.stderr)
+    try:
+        fd = json.loads(p.stdout)
+    except ValueError:
+        fd = {}
+    expect(p.returncode == 0 and fd.get("result") == "match",
+           f"first-divergence between the graph runs without and with reuse: {fd.get('result')} (exit {p.returncode})")
 
 
 def check_compile(b, truth, expect):
