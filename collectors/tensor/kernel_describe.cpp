@@ -101,6 +101,12 @@ void describeKernel(KernelInfo* k, const char* probe_name = nullptr) {
     const int16_t data = atenDataParam(demangled);
     if (data >= 0 && static_cast<uint32_t>(data) < k->param_count) k->data_array = static_cast<uint16_t>(data + 1);
     k->const_params = constPointerParams(demangled, k->param_count);
+    const ForeachLists lists = foreachLists(demangled);
+    if (lists.depth != 0 && k->param_count >= 2 &&
+        kernels().layoutSizes()[k->layout_first] == foreachMetadataBytes(lists.depth)) {
+      k->list_depth = lists.depth;
+      k->list_inputs = lists.inputs;
+    }
   }
 
   uint64_t name_blob = 0, layout_blob = 0;

@@ -32,6 +32,10 @@ struct KernelInfo {
   // Bit i: parameter i is a pointer the kernel's name declares read-only
   // (constPointerParams, known_inputs.h).
   uint64_t const_params = 0;
+  // A foreach kernel's tensor lists in parameter 0 (foreachLists), when its
+  // size is TensorListMetadata's.
+  uint8_t list_depth = 0;
+  uint8_t list_inputs = 0;
   uint32_t params_bytes = 0;   // end of the last parameter
   uint32_t param_status = 0;   // CUresult of the first failing layout query, 0 when known
   uint32_t layout_first = 0;   // index of its first (offset, size) pair in the layout pool

@@ -98,8 +98,79 @@ uint64_t constPointerParams(std::string_view demangled, uint32_t param_count) {
   return bits;
 }
 
+namespace {
+
+constexpr uint32_t kForeachListLength[5] = {110, 64, 48, 36, 30};
+
+// "123" as a number; -1 when it is not one.
+int64_t integerText(std::string_view text) {
+  if (text.empty() || text.size() > 6) return -1;
+  int64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return -1;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
+uint32_t foreachListLength(uint32_t depth) { return depth >= 1 && depth <= 5 ? kForeachListLength[depth - 1] : 0; }
+
+uint32_t foreachMetadataBytes(uint32_t depth) {
+  // addresses[depth][length], int64_t numel_for_tensor[length], unsigned char
+  // block_to_tensor[320], int block_to_chunk[320], int start_tensor_this_launch;
+  // aligned to 8.
+  const uint32_t length = foreachListLength(depth);
+  if (length == 0) return 0;
+  const uint32_t bytes = depth * length * 8 + length * 8 + 320 + 320 * 4 + 4;
+  return (bytes + 7) / 8 * 8;
+}
+
+ForeachLists foreachLists(std::string_view demangled) {
+  const name_parse::ParsedName p = name_parse::parseName(demangled);
+  if (!p.ok || !p.has_params || p.params.parts.size() < 2) return {};
+  const std::vector<Nodes> scopes = name_parse::splitScopes(p.name);
+  if (scopes.size() != 4 || name_parse::scopeIdentifier(scopes[0]) != "at" ||
+      name_parse::scopeIdentifier(scopes[1]) != "native" ||
+      name_parse::scopeIdentifier(scopes[3]) != "multi_tensor_apply_kernel")
+    return {};
+  // Parameter 0: at::native::(anonymous namespace)::TensorListMetadata<D>.
+  const Nodes& meta = p.params.parts[0];
+  const std::vector<Nodes> meta_scopes = name_parse::splitScopes(meta);
+  if (meta_scopes.size() != 4 || name_parse::scopeIdentifier(meta_scopes[0]) != "at" ||
+      name_parse::scopeIdentifier(meta_scopes[1]) != "native" ||
+      name_parse::scopeIdentifier(meta_scopes[3]) != "TensorListMetadata" || meta.back().open != '<' ||
+      meta.back().parts.size() != 1)
+    return {};
+  const int64_t depth = integerText(partText(meta.back().parts[0]));
+  if (depth < 1 || depth > 5) return {};
+  // Parameter 1: the functor, its template arguments ending <..., D, R, I>.
+  const Nodes& functor = p.params.parts[1];
+  const std::vector<Nodes> functor_scopes = name_parse::splitScopes(functor);
+  if (functor_scopes.size() < 3 || name_parse::scopeIdentifier(functor_scopes[0]) != "at" ||
+      name_parse::scopeIdentifier(functor_scopes[1]) != "native" || functor.empty() || !functor.back().group ||
+      functor.back().open != '<')
+    return {};
+  const auto& args = functor.back().parts;
+  if (args.size() < 4) return {};
+  const int64_t d = integerText(partText(args[args.size() - 3]));
+  const int64_t read = integerText(partText(args[args.size() - 2]));
+  const int64_t result = integerText(partText(args[args.size() - 1]));
+  if (d != depth || read < 1 || read > depth || result < 0 || result >= depth) return {};
+  uint8_t inputs = 0;
+  for (int64_t l = 0; l < read; ++l)
+    if (l != result) inputs = static_cast<uint8_t>(inputs | 1u << l);
+  return ForeachLists{static_cast<uint8_t>(depth), inputs};
+}
+
 bool InputWords::holds(uint32_t offset) const {
   if (data_size >= 16 && offset >= data_offset + 8 && offset + 8 <= data_offset + data_size) return true;
+  if (lists.inputs != 0 && offset >= lists_offset && (offset - lists_offset) % 8 == 0) {
+    const uint32_t word = (offset - lists_offset) / 8;
+    const uint32_t length = foreachListLength(lists.depth);
+    if (word < lists.depth * length && (lists.inputs >> (word / length) & 1u) != 0) return true;
+  }
   for (uint64_t bits = const_params; bits != 0; bits &= bits - 1) {
     const uint32_t i = static_cast<uint32_t>(std::countr_zero(bits));
     if (i < param_count && offsets[i] == offset) return true;

@@ -23,7 +23,14 @@
 //     `TensorInfo<float const, unsigned int>`, `GenericPackedTensorAccessor<
 //     float const, ...>`). Writing through one means casting the const away,
 //     which kernels do not do; reuse=off is there for one that does.
-// For the last two, a range is a known input when every pointer word naming
+//   - ATen's foreach kernels (multi_tensor_apply_kernel, what torch.optim's
+//     foreach and capturable optimizers and torch._foreach_* run): their
+//     TensorListMetadata<D> parameter starts with D lists of tensor
+//     addresses, and the functor's last template arguments <D, R, I> say
+//     that lists 0..R-1 are read and list I is written. The other read lists
+//     are inputs, when the parameter's size is the one that layout has
+//     (ATen's 110, 64, 48, 36, 30 tensors a list for D = 1..5).
+// For the last three, a range is a known input when every pointer word naming
 // it is an input word.
 // Either way a known input that overlaps another range of the launch (an
 // in-place op: the output is an input too) is not one.
@@ -77,6 +84,18 @@ int16_t atenDataParam(std::string_view demangled);
 // name and the layout disagree: nothing is trusted).
 uint64_t constPointerParams(std::string_view demangled, uint32_t param_count);
 
+// A foreach kernel's tensor lists (parameter 0): how many, and which are
+// inputs (bit l: list l).
+struct ForeachLists {
+  uint8_t depth = 0;  // 0: not a foreach kernel this understands
+  uint8_t inputs = 0;
+};
+ForeachLists foreachLists(std::string_view demangled);
+// The size of ATen's TensorListMetadata<depth> (0 for another depth), and
+// how many tensors each of its lists holds.
+uint32_t foreachMetadataBytes(uint32_t depth);
+uint32_t foreachListLength(uint32_t depth);
+
 // Where a launch's parameters hold pointers the kernel only reads.
 struct InputWords {
   uint32_t data_offset = 0;  // ATen's data array: output word, then inputs
@@ -84,8 +103,10 @@ struct InputWords {
   uint64_t const_params = 0;             // constPointerParams
   const uint32_t* offsets = nullptr;     // the parameters' offsets
   uint32_t param_count = 0;
+  uint32_t lists_offset = 0;  // a foreach kernel's address lists
+  ForeachLists lists;
 
-  bool any() const { return data_size >= 16 || const_params != 0; }
+  bool any() const { return data_size >= 16 || const_params != 0 || lists.inputs != 0; }
   // Whether the 8-byte word at `offset` of the parameters is an input word.
   bool holds(uint32_t offset) const;
 };

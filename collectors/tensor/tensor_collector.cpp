@@ -394,7 +394,7 @@ bool probeLaunch(const KernelLaunch& launch) {
   // pointer words were all kept.
   const LibraryOperands& operands = libraryOperands();
   if (sel.capture.captured && scan.pointer_count < limits.max_pointers &&
-      (operands.depth != 0 || k->data_array != 0 || k->const_params != 0)) {
+      (operands.depth != 0 || k->data_array != 0 || k->const_params != 0 || k->list_inputs != 0)) {
     InputWords words;
     if (launch.params != nullptr && k->param_count != 0) {
       if (k->data_array != 0) {
@@ -404,6 +404,10 @@ bool probeLaunch(const KernelLaunch& launch) {
       words.const_params = k->const_params;
       words.offsets = kernels().layoutOffsets() + k->layout_first;
       words.param_count = k->param_count;
+      if (k->list_inputs != 0) {
+        words.lists_offset = words.offsets[0];
+        words.lists = ForeachLists{k->list_depth, k->list_inputs};
+      }
     }
     markKnownInputs(scan.ranges, scan.range_count, scan.pointers, scan.pointer_count,
                     operands.depth != 0 ? &operands : nullptr, words, sc->known);

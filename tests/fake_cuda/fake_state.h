@@ -105,7 +105,7 @@ using KernelBody = void (*)(void* const* params, const uint32_t* grid, const uin
 struct Kernel {
   Magic magic = Magic::kKernel;
   int family = 1;  // 1 CUkernel, 2 CUfunction
-  char name[128] = {};
+  char name[1024] = {};  // real names run to hundreds of characters (templates)
   // The parameter layout cu{Kernel,Func}GetParamInfo report and launches
   // copy by; none for kernels made by fake_cuda_make_kernel.
   std::vector<uint32_t> offsets;

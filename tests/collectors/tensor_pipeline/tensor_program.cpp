@@ -142,6 +142,29 @@ void twiceBody(void* const* params, const uint32_t*, const uint32_t*, void*) {
   for (int i = 0; i < n; ++i) out[i] = 2 * x[i];
 }
 
+// ATen's foreach kernel for torch._foreach_add_(xs, ys, alpha=a):
+// multi_tensor_apply_kernel<TensorListMetadata<2>, BinaryOpListAlphaFunctor<
+// float, 2, 2, 0>, std::plus<float>, float>: list 0 read and written, list 1
+// read.
+constexpr const char* kForeachAdd =
+    "_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelINS1_18TensorListMetadataILi2EEENS1_24BinaryOpList"
+    "AlphaFunctorIfLi2ELi2ELi0EEEJSt4plusIfEfEEEvT_T0_DpT1_";
+struct ForeachMetadata2 {  // ATen's TensorListMetadata<2>: 3144 bytes
+  const void* addresses[2][64];
+  int64_t numel_for_tensor[64];
+  unsigned char block_to_tensor[320];
+  int block_to_chunk[320];
+  int start_tensor_this_launch;
+};
+static_assert(sizeof(ForeachMetadata2) == 3144);
+void foreachAddBody(void* const* params, const uint32_t*, const uint32_t*, void*) {
+  const auto* meta = static_cast<const ForeachMetadata2*>(params[0]);
+  const float alpha = *static_cast<const float*>(params[3]);
+  auto* x = static_cast<float*>(const_cast<void*>(meta->addresses[0][0]));
+  const auto* y = static_cast<const float*>(meta->addresses[1][0]);
+  for (int64_t i = 0; i < meta->numel_for_tensor[0]; ++i) x[i] += alpha * y[i];
+}
+
 struct FakeGemm {  // fake_cublas.cpp's handle
   CUfunction kernel;
   CUstream stream;
@@ -156,7 +179,8 @@ struct FakeGemm {  // fake_cublas.cpp's handle
 //   3 b *= 3                       writes b
 //   4 c = b + a   (ATen's add)     b reuses 3's (written there), a reuses 0's
 //   5 e = twice(c) (float const* c) c reuses 4's
-// The same six eagerly first (nothing reused there). Three replays.
+//   6 e += c (ATen's foreach add)  c reuses 4's, e (written) is fingerprinted
+// The same seven eagerly first (nothing reused there). Three replays.
 int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements) {
   CUresult r;
   CUdeviceptr c = 0, d = 0, e = 0;
@@ -166,6 +190,9 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   const uint32_t twice_offsets[] = {0, 8, 16}, twice_sizes[] = {8, 8, 4};
   auto* twice = static_cast<CUfunction>(fake_cuda_make_kernel_params(kConstInputKernel, 2, 3, twice_offsets, twice_sizes));
   fake_cuda_set_kernel_body(twice, twiceBody, nullptr);
+  const uint32_t foreach_offsets[] = {0, 3144, 3145, 3148}, foreach_sizes[] = {3144, 1, 1, 4};
+  auto* foreach_add = static_cast<CUfunction>(fake_cuda_make_kernel_params(kForeachAdd, 2, 4, foreach_offsets, foreach_sizes));
+  fake_cuda_set_kernel_body(foreach_add, foreachAddBody, nullptr);
   const uint32_t add_offsets[] = {0, 4, 8}, add_sizes[] = {4, 1, 24};
   auto* add = static_cast<CUfunction>(fake_cuda_make_kernel_params(kAtenAdd, 2, 3, add_offsets, add_sizes));
   fake_cuda_set_kernel_body(add, addBody, nullptr);
@@ -193,6 +220,13 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   void* add_ab[] = {&n, &functor, cab};
   void* add_ba[] = {&n, &functor, cba};
   void* twice_c[] = {&c, &e, &n};
+  ForeachMetadata2 lists{};
+  lists.addresses[0][0] = reinterpret_cast<const void*>(e);
+  lists.addresses[1][0] = reinterpret_cast<const void*>(c);
+  lists.numel_for_tensor[0] = n;
+  char plus = 0;
+  float one = 1.0f;
+  void* foreach_ec[] = {&lists, &functor, &plus, &one};
   const uint32_t blocks = elements / 256;
   const auto work = [&]() -> int {
     if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, a2, nullptr)) != CUDA_SUCCESS) return fail("a *= 2", r);
@@ -206,6 +240,8 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
     if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, b3, nullptr)) != CUDA_SUCCESS) return fail("b *= 3", r);
     if ((r = cuLaunchKernel(add, blocks, 1, 1, 256, 1, 1, 0, s, add_ba, nullptr)) != CUDA_SUCCESS) return fail("c = b + a", r);
     if ((r = cuLaunchKernel(twice, blocks, 1, 1, 256, 1, 1, 0, s, twice_c, nullptr)) != CUDA_SUCCESS) return fail("e = 2 c", r);
+    if ((r = cuLaunchKernel(foreach_add, blocks, 1, 1, 256, 1, 1, 0, s, foreach_ec, nullptr)) != CUDA_SUCCESS)
+      return fail("e += c", r);
     return 0;
   };
   if (const int failed = work()) return failed;

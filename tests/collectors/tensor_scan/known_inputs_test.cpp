@@ -237,6 +237,103 @@ TEST(MarkKnownInputs, AStructsFirstWordOnly) {
   EXPECT_EQ(l.known(nullptr, words), (std::vector<bool>{false, true, true, false}));
 }
 
+TEST(ForeachLists, TheFunctorSaysWhichListsAreRead) {
+  // torch._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2) in Adam:
+  // lists 0-2 read, list 0 written.
+  const std::string addcmul = demangle("_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelINS1_18TensorListMetadata"
+                                       "ILi3EEENS1_24PointwiseOpScalarFunctorIfLi3ELi3ELi0EEEJSt10multipliesIfEfEEEvT_T0_DpT1_");
+  ASSERT_EQ(addcmul, "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+                     "namespace)::TensorListMetadata<3>, at::native::(anonymous namespace)::PointwiseOpScalarFunctor<"
+                     "float, 3, 3, 0>, std::multiplies<float>, float>(at::native::(anonymous namespace)::"
+                     "TensorListMetadata<3>, at::native::(anonymous namespace)::PointwiseOpScalarFunctor<float, 3, 3, "
+                     "0>, std::multiplies<float>, float)");
+  ForeachLists l = foreachLists(addcmul);
+  EXPECT_EQ(l.depth, 3);
+  EXPECT_EQ(l.inputs, 0b110);
+  // torch._foreach_sqrt(exp_avg_sqs): out of place, list 0 read, list 1 written.
+  l = foreachLists("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+                   "namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::UnaryOpFunctor<float, 2, 1, "
+                   "1>, at::native::Sqrt<float> >(at::native::(anonymous namespace)::TensorListMetadata<2>, "
+                   "at::native::(anonymous namespace)::UnaryOpFunctor<float, 2, 1, 1>, at::native::Sqrt<float>)");
+  EXPECT_EQ(l.depth, 2);
+  EXPECT_EQ(l.inputs, 0b1);
+  // torch._foreach_mul_(exp_avg_sqs, beta2): in place on its one list.
+  l = foreachLists("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+                   "namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::BinaryOpScalarFunctor<float, "
+                   "1, 1, 0>, std::multiplies<float>, float>(at::native::(anonymous namespace)::TensorListMetadata<1>, "
+                   "at::native::(anonymous namespace)::BinaryOpScalarFunctor<float, 1, 1, 0>, std::multiplies<float>, "
+                   "float)");
+  EXPECT_EQ(l.depth, 1);
+  EXPECT_EQ(l.inputs, 0);
+}
+
+TEST(ForeachLists, OtherShapesSayNothing) {
+  // Fused Adam: its functor's arguments are not <D, R, I>.
+  EXPECT_EQ(foreachLists("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+                         "namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::"
+                         "FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)0, false> >(at::native::(anonymous "
+                         "namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::"
+                         "FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)0, false>)")
+                .depth,
+            0);
+  // A scalar-list metadata, a depth the functor disagrees with, a zero.
+  EXPECT_EQ(foreachLists("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+                         "namespace)::TensorListScalarListMetadata<float, 1>, at::native::(anonymous namespace)::"
+                         "BinaryOpScalarListFunctor<float, 1, 1, 0>, std::plus<float> >(at::native::(anonymous "
+                         "namespace)::TensorListScalarListMetadata<float, 1>, at::native::(anonymous namespace)::"
+                         "BinaryOpScalarListFunctor<float, 1, 1, 0>, std::plus<float>)")
+                .depth,
+            0);
+  EXPECT_EQ(foreachLists("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+                         "namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::UnaryOpFunctor<float, 3, "
+                         "1, 1>, at::native::Sqrt<float> >(at::native::(anonymous namespace)::TensorListMetadata<2>, "
+                         "at::native::(anonymous namespace)::UnaryOpFunctor<float, 3, 1, 1>, at::native::Sqrt<float>)")
+                .depth,
+            0);
+  EXPECT_EQ(foreachLists("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+                         "namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::ZeroFunctor<float, 1>"
+                         " >(at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous "
+                         "namespace)::ZeroFunctor<float, 1>)")
+                .depth,
+            0);
+  // Outside at::native.
+  EXPECT_EQ(foreachLists("void apex::multi_tensor_apply_kernel<TensorListMetadata<2>, F<float, 2, 1, 1> >("
+                         "TensorListMetadata<2>, F<float, 2, 1, 1>)")
+                .depth,
+            0);
+}
+
+TEST(ForeachLists, TheMetadataLayoutsSize) {
+  // Sizes of TensorListMetadata<1..5> as a C++ compiler lays the struct out.
+  EXPECT_EQ(foreachMetadataBytes(1), 3368u);
+  EXPECT_EQ(foreachMetadataBytes(2), 3144u);
+  EXPECT_EQ(foreachMetadataBytes(3), 3144u);
+  EXPECT_EQ(foreachMetadataBytes(4), 3048u);
+  EXPECT_EQ(foreachMetadataBytes(5), 3048u);
+  EXPECT_EQ(foreachMetadataBytes(0), 0u);
+  EXPECT_EQ(foreachMetadataBytes(6), 0u);
+}
+
+TEST(MarkKnownInputs, AForeachKernelsInputListsOnly) {
+  // addcmul_(exp_avg_sqs, grads, grads): TensorListMetadata<3> at 0, 48
+  // tensors a list; two tensors each.
+  InputWords words;
+  words.lists = ForeachLists{3, 0b110};
+  words.lists_offset = 0;
+  Launch l;
+  l.range(0x1000, 256, 0);            // exp_avg_sqs[0]
+  l.range(0x2000, 256, 8);            // exp_avg_sqs[1]
+  l.range(0x3000, 256, 48 * 8);       // grads[0], list 1
+  l.word(2 * 48 * 8, 2);              // and list 2
+  l.range(0x4000, 256, 48 * 8 + 8);   // grads[1]
+  l.word(2 * 48 * 8 + 8, 3);
+  l.range(0x5000, 8, 3 * 48 * 8);     // past the lists (numel_for_tensor): not an input
+  EXPECT_EQ(l.known(nullptr, words), (std::vector<bool>{false, false, true, true, false}));
+  // A tensor in an input list and in the written one (addcmul_(x, x, y)).
+  l.word(16, 3);  // list 0's third word names grads[1]
+  EXPECT_EQ(l.known(nullptr, words), (std::vector<bool>{false, false, true, false, false}));
+}
+
 SiteBlobRange rangeOf(uint64_t ptr, uint64_t bytes, uint8_t dtype) {
   SiteBlobRange r{};
   r.ptr = ptr;
