@@ -143,6 +143,12 @@ struct Probe {
   uint32_t copy_kind = 0;
   bool scan_complete = false;  // every pointer word of the work was looked at (capture_overlap.h)
   bool known_inputs = false;   // Scratch::known holds the known inputs of its ranges
+  // Whether every write of the work is among its ranges, or in `forget`
+  // (known_inputs.h); false: a reuse table entry may be stale after it.
+  bool writes_seen = true;
+  // A library call's outputs: their allocations' [start, end) pairs.
+  uint32_t forget_count = 0;
+  uint64_t forget[2 * LibraryOperands::kMax] = {};
   // An explicit probe's shape (its one range): ndim sizes and strides.
   bool has_shape = false;
   uint32_t ndim = 0;

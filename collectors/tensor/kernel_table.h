@@ -36,6 +36,9 @@ struct KernelInfo {
   // size is TensorListMetadata's.
   uint8_t list_depth = 0;
   uint8_t list_inputs = 0;
+  // 1: it writes only through the pointer words of its parameters
+  // (writesThroughParameters, known_inputs.h); copies and sets too.
+  uint8_t writes_seen = 0;
   uint32_t params_bytes = 0;   // end of the last parameter
   uint32_t param_status = 0;   // CUresult of the first failing layout query, 0 when known
   uint32_t layout_first = 0;   // index of its first (offset, size) pair in the layout pool

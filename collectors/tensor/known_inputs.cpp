@@ -164,6 +164,18 @@ ForeachLists foreachLists(std::string_view demangled) {
   return ForeachLists{static_cast<uint8_t>(depth), inputs};
 }
 
+bool writesThroughParameters(std::string_view demangled) {
+  for (std::string_view prefix : {std::string_view("triton_poi_"), std::string_view("triton_red_"),
+                                  std::string_view("triton_per_")})
+    if (demangled.substr(0, prefix.size()) == prefix) return true;
+  const name_parse::ParsedName p = name_parse::parseName(demangled);
+  if (!p.ok || !p.has_params) return false;
+  const std::vector<Nodes> scopes = name_parse::splitScopes(p.name);
+  if (scopes.size() < 2) return false;
+  const std::string_view top = name_parse::scopeIdentifier(scopes[0]);
+  return top == "at" || top == "c10";
+}
+
 bool InputWords::holds(uint32_t offset) const {
   if (data_size >= 16 && offset >= data_offset + 8 && offset + 8 <= data_offset + data_size) return true;
   if (lists.inputs != 0 && offset >= lists_offset && (offset - lists_offset) % 8 == 0) {

@@ -49,6 +49,15 @@
 // capture) or when another thread captured work since (autograd's device
 // thread runs the backward pass).
 //
+// Reuse trusts that a launch writes only through the pointers tcgd found in
+// its parameters. That holds for ATen's own kernels and Inductor's
+// pointwise and reduction kernels (plain pointer parameters), for copies
+// and sets (their destination) and, for the kernels of an interposed library
+// call, for the call's outputs (each forgotten from its allocation's start
+// to its end). Any other kernel (cuDNN's, CUTLASS's, NCCL's, a Triton
+// template's) may write through a TMA descriptor or a pointer in device
+// memory that no parameter word shows: after it the table is emptied.
+//
 // What this cannot see is what the overlap of fingerprint nodes cannot see
 // either: a kernel that writes through a pointer read from device memory
 // (cuBLAS's pointer-array batched GEMMs, grouped GEMMs), and work reaching a
@@ -95,6 +104,11 @@ ForeachLists foreachLists(std::string_view demangled);
 // how many tensors each of its lists holds.
 uint32_t foreachMetadataBytes(uint32_t depth);
 uint32_t foreachListLength(uint32_t depth);
+
+// Whether a kernel, by its demangled name, writes only through pointer words
+// of its parameters (see above): ATen's kernels (scope `at::` or `c10::`)
+// and Inductor's triton_poi_, triton_red_ and triton_per_ kernels.
+bool writesThroughParameters(std::string_view demangled);
 
 // Where a launch's parameters hold pointers the kernel only reads.
 struct InputWords {

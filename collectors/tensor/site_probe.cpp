@@ -422,11 +422,15 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     if (!complete) {
       table.clear();
     } else {
+      // A kernel that may write beyond its ranges makes every entry
+      // doubtful; what its own node fingerprinted after it is not.
+      if (!p.writes_seen) table.clear();
       for (uint32_t i = 0; i < range_count; ++i) {
         if (p.known_inputs && scratch.known[i]) continue;
         const SiteBlobRange& r = scan.ranges[i];
         table.forget(r.base != 0 ? r.base : r.ptr, r.ptr + std::max(r.extent, r.bytes));
       }
+      for (uint32_t i = 0; i < p.forget_count; ++i) table.forget(p.forget[2 * i], p.forget[2 * i + 1]);
       if (status == 0 && rule.reuse && rule.action == ProbeAction::kFingerprint && p.expected_blobs == 0)
         for (uint32_t i = 0; i < read_count; ++i)
           table.remember(scratch.read[i], site, scratch.read_index[i], static_cast<uint32_t>(p.rule));

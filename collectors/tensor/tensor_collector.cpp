@@ -413,6 +413,24 @@ bool probeLaunch(const KernelLaunch& launch) {
                     operands.depth != 0 ? &operands : nullptr, words, sc->known);
     p.known_inputs = true;
   }
+  // What it may write beside its ranges (known_inputs.h): a library call's
+  // outputs, whole allocations; anything, for a kernel tcgd does not know
+  // to write through its parameters only.
+  p.writes_seen = k->writes_seen != 0 || operands.depth != 0;
+  if (operands.depth != 0) {
+    for (uint32_t i = 0; i < operands.output_count && i < LibraryOperands::kMax; ++i) {
+      LiveMap::Hit hit;
+      const uint64_t out = operands.outputs[i];
+      if ((maps.blocks != nullptr && maps.blocks->find(out, &hit)) ||
+          (maps.driver != nullptr && maps.driver->find(out, &hit))) {
+        p.forget[2 * p.forget_count] = hit.start;
+        p.forget[2 * p.forget_count + 1] = hit.end;
+        ++p.forget_count;
+      } else {
+        p.writes_seen = false;
+      }
+    }
+  }
   finishProbe(p, scan, *sc);
   return true;
 }

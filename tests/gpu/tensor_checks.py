@@ -482,10 +482,12 @@ def planted(gate, only):
         name = f"{prefix}-{bug}"
         if only and name not in only and prefix not in only:
             continue
-        checks_all, paths, traced_last = [], {}, None
+        checks_all, paths, traced_last, outputs, bugged = [], {}, None, {}, None
         for mode in ("eager", "graph"):
             case_dir, truth, b, expect, checks, traced = common(gate, f"{name}-{mode}", [bug, mode])
             checks_all += [(ok, f"{mode}: {what}") for ok, what in checks]
+            outputs[mode] = traced.result()
+            bugged = truth.get("bug") if truth else bugged
             if truth:
                 checks_all += [(ok, f"{mode}: {what}") for ok, what in tensor_expect.check_truth(bug, truth)]
             traced_last = traced
@@ -497,6 +499,13 @@ def planted(gate, only):
                 shutil.copy(found[0], keep / f"{mode}.tcgd-tensor")
                 if truth:
                     (keep / f"{mode}.truth.json").write_text(json.dumps(truth, indent=1))
+        if prefix == "tensor-variant" and None not in outputs.values():
+            # The program itself: a planted bug changes what the graph run
+            # computes; a correct program computes the same bit for bit.
+            same = outputs["eager"] == outputs["graph"]
+            checks_all.append((same == (bugged is None),
+                               f"the program's eager and graph outputs {'equal' if same else 'differ'} "
+                               f"(want {'equal' if bugged is None else 'different'}: {outputs})"))
         if len(paths) == 2 and gate.analyze.exists():
             p = gate.analyze_json("tensor", "first-divergence", "--json", str(paths["eager"]), str(paths["graph"]))
             (gate.out / "golden-tensor" / bug / "first-divergence.json").write_text(p.stdout + p.stderr)

@@ -176,8 +176,11 @@ struct FakeGemm {  // fake_cublas.cpp's handle
 //   0 a *= 2                       writes a
 //   1 c = a + b   (ATen's add)     a and b its known inputs: a reuses 0's
 //   2 d = gemm(c, b) in cuBLAS     c reuses 1's, b reuses 1's
-//   3 b *= 3                       writes b
-//   4 c = b + a   (ATen's add)     b reuses 3's (written there), a reuses 0's
+//   3 b *= 3                       writes b; scale<float> is no kernel tcgd
+//                                  knows to write only through its
+//                                  parameters: every earlier entry goes
+//   4 c = b + a   (ATen's add)     b reuses 3's (written there), a is
+//                                  fingerprinted again
 //   5 e = twice(c) (float const* c) c reuses 4's
 //   6 e += c (ATen's foreach add)  c reuses 4's, e (written) is fingerprinted
 // The same seven eagerly first (nothing reused there). Three replays.

@@ -334,6 +334,24 @@ TEST(MarkKnownInputs, AForeachKernelsInputListsOnly) {
   EXPECT_EQ(l.known(nullptr, words), (std::vector<bool>{false, false, true, false, false}));
 }
 
+TEST(WritesThroughParameters, AtensAndInductorsPlainKernelsOnly) {
+  EXPECT_TRUE(writesThroughParameters(demangle("_ZN2at6native12_GLOBAL__N_128vectorized_layer_norm_kernelIffEEviT0_PKT_S6_S6_PS3_S7_PS4_")));
+  EXPECT_TRUE(writesThroughParameters("void c10::cuda::k(float*)"));
+  EXPECT_TRUE(writesThroughParameters("triton_poi_fused_add_0"));
+  EXPECT_TRUE(writesThroughParameters("triton_red_fused_sum_1"));
+  EXPECT_TRUE(writesThroughParameters("triton_per_fused_native_layer_norm_2"));
+  // TMA descriptors, pointers in device memory: cuDNN, cuBLAS, CUTLASS, NCCL,
+  // Triton templates, anything else.
+  EXPECT_FALSE(writesThroughParameters("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64"));
+  EXPECT_FALSE(writesThroughParameters("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"));
+  EXPECT_FALSE(writesThroughParameters("void cutlass::device_kernel<Gemm>(Gemm::Params)"));
+  EXPECT_FALSE(writesThroughParameters("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
+  EXPECT_FALSE(writesThroughParameters("triton_tem_fused_mm_0"));
+  EXPECT_FALSE(writesThroughParameters("void scale<float>(float*, float)"));
+  EXPECT_FALSE(writesThroughParameters("void at(float*)"));
+  EXPECT_FALSE(writesThroughParameters(""));
+}
+
 SiteBlobRange rangeOf(uint64_t ptr, uint64_t bytes, uint8_t dtype) {
   SiteBlobRange r{};
   r.ptr = ptr;
