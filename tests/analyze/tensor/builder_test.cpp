@@ -377,6 +377,61 @@ TEST(TensorOnRecorderBundles, RecordedValuesReadBack) {
   EXPECT_NE(r.out.find("against exec 0: mismatch"), std::string::npos) << r.out;
 }
 
+// `tensor values --json`: one document with the filters and every figure of
+// each observation; the exit codes as the text's.
+TEST(TensorOnRecorderBundles, RecordedValuesAsJson) {
+  ScratchDir dir;
+  TensorBundleBuilder b;
+  const uint64_t k = b.kernel(0x5000, "_Z5scalePfS_f");
+  const uint64_t probe = b.kernel(0x6000, "hidden", kFamilyProbe, 0);
+  const uint64_t eager = b.probe(probe, 0x6000, {2, 2});
+  b.record(eager, 0, 0, TensorBundleBuilder::floats({1, 2, 3, 4}));
+  b.captureBegin();
+  const uint64_t site = b.capturedLaunch(k, {TensorBundleBuilder::range(0x7f0000001000, 16)});
+  const uint64_t exec = b.instantiate(b.captureEnd());
+  for (uint32_t i = 0; i < 2; ++i) {
+    const uint32_t replay = b.replay(exec);
+    b.record(site, replay, 0, TensorBundleBuilder::floats({1, 1, 1, static_cast<float>(replay + 1)}));
+  }
+  const std::string path = b.write(dir.file("recorded.tcgd-tensor")).path;
+
+  const ToolResult r = runAnalyze({"tensor", "values", path, "--name", "scale", "--compare-exec", "1", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  const JsonValue j = parsed(r);
+  EXPECT_EQ(j["schema"].asString(), "tcgd.tensor.values");
+  EXPECT_EQ(j["bundle"].asString(), path);
+  EXPECT_EQ(j["filters"]["name"].asString(), "scale");
+  EXPECT_EQ(j["filters"]["compare_exec"].asU64(), 1u);
+  EXPECT_TRUE(j["filters"]["exec"].isNull());
+  EXPECT_TRUE(j["comparison_failed"].asBool());
+  ASSERT_EQ(j["observations"].size(), 1u);
+  const JsonValue& o = j["observations"][0];
+  EXPECT_EQ(o["site"].asU64(), site);
+  EXPECT_EQ(o["exec"].asU64(), 0u);
+  EXPECT_EQ(o["name"].asString(), "scale");
+  EXPECT_EQ(o["graph"].asU64(), 0u);
+  EXPECT_EQ(o["recorded_bytes"].asU64(), 16u);
+  EXPECT_EQ(o["values"].size(), 4u);
+  EXPECT_EQ(o["values"][3].text, "1");
+  EXPECT_EQ(o["comparison"]["status"].asString(), "mismatch");
+  EXPECT_EQ(o["comparison"]["elements"]["mismatches"].asU64(), 1u);
+
+  // The probe's eager observation: its shape; nothing to compare with, and
+  // nothing failed without --compare-exec.
+  const ToolResult p = runAnalyze({"tensor", "values", path, "--name", "hidden", "--json"});
+  EXPECT_EQ(p.exit_code, 0) << p.err << p.out;
+  const JsonValue pj = parsed(p);
+  ASSERT_EQ(pj["observations"].size(), 1u);
+  EXPECT_TRUE(pj["observations"][0]["explicit_probe"].asBool());
+  EXPECT_TRUE(pj["observations"][0]["eager"].asBool());
+  EXPECT_EQ(pj["observations"][0]["shape"][1].asU64(), 2u);
+  EXPECT_TRUE(pj["observations"][0]["comparison"].isNull());
+  EXPECT_FALSE(pj["comparison_failed"].asBool());
+
+  expectOneErrorLine(runAnalyze({"tensor", "values", path, "--name", "nothing", "--json"}),
+                     "--name 'nothing': no kernel or explicit probe of that name");
+}
+
 // Explicit probes: an eager run and a graph run of the same program, each
 // probing "hidden" (a 4x4 float32 tensor) per step, with values recorded;
 // the graph's probe holds twice eager's from replay 1 on. first-divergence
