@@ -163,6 +163,17 @@ def quickstart(gate, only):
     finish(gate, name, checks, traced)
 
 
+def first_divergence(gate, reference, candidate, keep):
+    """`tcgd-analyze tensor first-divergence --json` of two bundles, its
+    output kept in `keep`: (the process, the parsed report or {})."""
+    p = gate.analyze_json("tensor", "first-divergence", "--json", str(reference), str(candidate))
+    keep.write_text(p.stdout + p.stderr)
+    try:
+        return p, json.loads(p.stdout)
+    except ValueError:
+        return p, {}
+
+
 def key(r):
     return (r["param"], r["offset"])
 
@@ -211,12 +222,7 @@ def transformer(gate, only):
         # arguments by offset and sets aside ghost pointer words (stale stack
         # values in unused slots of ATen's parameter structs), which a naive
         # pairing by parameter offset takes for ranges.
-        p = gate.analyze_json("tensor", "first-divergence", "--json", str(e.path), str(g.path))
-        (gate.out / f"{name}-first-divergence.json").write_text(p.stdout + p.stderr)
-        try:
-            fd = json.loads(p.stdout)
-        except ValueError:
-            fd = {}
+        p, fd = first_divergence(gate, e.path, g.path, gate.out / f"{name}-first-divergence.json")
         compared = fd.get("compared", {})
         first = (fd.get("first_divergence") or {})
         expect(p.returncode == 0 and fd.get("result") == "match",
@@ -288,12 +294,7 @@ def check_reuse(gate, name, g, n, expect):
     fresh_here = sum(1 for o in g.observations if not o.get("reused"))
     expect(len(n.observations) > fresh_here,
            f"observations fingerprinted: {fresh_here} with reuse, {len(n.observations)} without")
-    p = gate.analyze_json("tensor", "first-divergence", "--json", str(n.path), str(g.path))
-    (gate.out / f"{name}-reuse-first-divergence.json").write_text(p.stdout + p.stderr)
-    try:
-        fd = json.loads(p.stdout)
-    except ValueError:
-        fd = {}
+    p, fd = first_divergence(gate, n.path, g.path, gate.out / f"{name}-reuse-first-divergence.json")
     expect(p.returncode == 0 and fd.get("result") == "match",
            f"first-divergence between the graph runs without and with reuse: {fd.get('result')} (exit {p.returncode})")
 
