@@ -10,18 +10,41 @@
 namespace tcgd::collectors::tensor::detail {
 namespace {
 
-PendingFingerprint* find(PendingTable& table, CUstream stream, uint64_t capture_id) {
+PendingStream* find(PendingTable& table, CUstream stream, uint64_t capture_id) {
   if (table.used == 0) return nullptr;
-  for (PendingFingerprint& e : table.entries)
+  for (PendingStream& e : table.entries)
     if (e.capture_id != 0 && e.stream == stream && (capture_id == 0 || e.capture_id == capture_id)) return &e;
   return nullptr;
 }
 
-void release(PendingTable& table, PendingFingerprint* e) {
+void release(PendingTable& table, PendingStream* e) {
   if (e == nullptr || e->capture_id == 0) return;
   e->capture_id = 0;
-  e->node = nullptr;
+  e->count = 0;
   --table.used;
+}
+
+// The stream's entry, taken when it has none; nullptr when every entry is
+// in use.
+PendingStream* findOrTake(PendingTable& table, CUstream stream, uint64_t capture_id) {
+  if (PendingStream* e = find(table, stream, capture_id); e != nullptr) return e;
+  for (PendingStream& e : table.entries) {
+    if (e.capture_id == 0) {
+      e.capture_id = capture_id;
+      e.stream = stream;
+      e.first = 0;
+      e.count = 0;
+      ++table.used;
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+// Drops the `n` oldest pending nodes (something waits for them now).
+void dropOldest(PendingStream& e, uint32_t n) {
+  e.first = (e.first + n) % PendingStream::kMaxDepth;
+  e.count -= n;
 }
 
 // The stream's capture id, graph and dependencies (copied: the driver's
@@ -47,7 +70,7 @@ bool captureState(CUstream stream, uint64_t* id, CUgraph* graph, CUgraphNode* de
 
 // Whether the work's writes may reach what `p` reads.
 bool overlaps(const PendingFingerprint& p, const WriteSet& work) {
-  if (p.any || !work.complete || (p.reads_workspaces && work.touches_workspaces)) return true;
+  if (p.any || (p.reads_workspaces && work.touches_workspaces)) return true;
   for (uint32_t i = 0; i < work.range_count; ++i) {
     const proto::SiteBlobRange& r = work.ranges[i];
     // From the allocation's start (a kernel may index below the pointer it
@@ -77,20 +100,20 @@ bool updateDeps(CUstream stream, CUgraphNode* nodes, uint32_t count, unsigned fl
          d.stream_update_capture_dependencies(stream, nodes, count, flags) == CUDA_SUCCESS;
 }
 
-// The work just captured on the stream waits for `p` (an edge from p to each
-// of the stream's dependencies, which the work is). False if that failed.
-bool joinNow(PendingFingerprint& p, CUstream stream) {
+// The work just captured on the stream waits for `node` (an edge from it to
+// each of the stream's dependencies, which the work is). False if that
+// failed.
+bool joinNow(CUgraphNode node, uint64_t capture_id, CUstream stream) {
   uint64_t id = 0;
   CUgraph graph = nullptr;
   CUgraphNode deps[OverlapPlan::kMaxDeps];
   uint32_t n = 0;
-  if (captureState(stream, &id, &graph, deps, OverlapPlan::kMaxDeps, &n) && id == p.capture_id &&
-      addEdges(graph, p.node, deps, n)) {
+  if (captureState(stream, &id, &graph, deps, OverlapPlan::kMaxDeps, &n) && id == capture_id &&
+      addEdges(graph, node, deps, n)) {
     count(kOverlapJoins);
     return true;
   }
   // Failing an edge, the stream's next work waits for it.
-  CUgraphNode node = p.node;
   if (updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) {
     count(kOverlapJoins);
     return true;
@@ -99,57 +122,74 @@ bool joinNow(PendingFingerprint& p, CUstream stream) {
   return false;
 }
 
+// The work just captured waits for every pending node of `e` (the newest
+// one, which comes after the others), and none is pending any more.
+void joinAll(PendingTable& table, PendingStream* e, CUstream stream) {
+  if (e == nullptr) return;
+  if (e->count != 0) (void)joinNow(e->newest().node, e->capture_id, stream);
+  release(table, e);
+}
+
 }  // namespace
 
 bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, const WriteSet& work,
                   OverlapPlan* plan) {
-  PendingFingerprint* pending = find(table, stream, capture_id);
+  PendingStream* pending = find(table, stream, capture_id);
   uint64_t id = 0;
   plan->prior = nullptr;
   if (!captureState(stream, &id, &plan->graph, plan->deps, OverlapPlan::kMaxDeps, &plan->dep_count) ||
       id != capture_id || plan->dep_count == 0) {
-    // Left on the stream; a pending fingerprint joins this work first.
-    if (pending != nullptr) (void)joinNow(*pending, stream);
-    release(table, pending);
+    // Left on the stream; the pending fingerprints join this work first.
+    joinAll(table, pending, stream);
     count(kOverlapFailed);
     return false;
   }
-  if (pending != nullptr) {
-    if (overlaps(*pending, work)) {
-      // The work waits for it; the new fingerprint comes after the work.
-      if (!addEdges(plan->graph, pending->node, plan->deps, plan->dep_count)) {
-        count(kOverlapFailed);
-        release(table, pending);
-        return false;
-      }
-      count(kOverlapJoins);
-    } else {
-      // The new fingerprint comes after it (their scratch region is one).
-      CUgraphNode node = pending->node;
-      if (!updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) {
-        (void)addEdges(plan->graph, pending->node, plan->deps, plan->dep_count);
-        count(kOverlapFailed);
-        release(table, pending);
-        return false;
-      }
-      plan->prior = pending->node;
-    }
-    release(table, pending);
+  if (pending == nullptr || pending->count == 0) return true;
+  const CUgraphNode newest = pending->newest().node;
+  // The newest pending node the work may write to (all of them when its
+  // ranges are not all known): it waits for that one, and so for the older.
+  uint32_t joined = 0;
+  if (!work.complete) {
+    joined = pending->count;
+  } else {
+    for (uint32_t i = pending->count; i > 0 && joined == 0; --i)
+      if (overlaps(pending->at(i - 1), work)) joined = i;
   }
+  if (joined != 0) {
+    if (!addEdges(plan->graph, pending->at(joined - 1).node, plan->deps, plan->dep_count)) {
+      count(kOverlapFailed);
+      release(table, pending);
+      return false;
+    }
+    count(kOverlapJoins);
+    dropOldest(*pending, joined);
+  }
+  // The new fingerprint comes after the newest (their scratch region is one).
+  CUgraphNode node = newest;
+  if (!updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) {
+    if (joined == 0) (void)addEdges(plan->graph, newest, plan->deps, plan->dep_count);
+    count(kOverlapFailed);
+    release(table, pending);
+    return false;
+  }
+  plan->prior = newest;
   return true;
 }
 
 void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const OverlapPlan& plan,
                 bool launched, const proto::SiteBlobRange* reads, uint32_t read_count,
-                bool reads_workspaces) {
-  CUgraphNode restore[OverlapPlan::kMaxDeps + 1];
-  std::copy(plan.deps, plan.deps + plan.dep_count, restore);
-  uint32_t restore_count = plan.dep_count;
-  // The next work waits for the fingerprint before (it ran beside this work).
-  if (plan.prior != nullptr) restore[restore_count++] = plan.prior;
+                bool reads_workspaces, uint32_t depth) {
+  depth = std::clamp(depth, 1u, PendingStream::kMaxDepth);
   if (!launched) {
-    // Nothing was captured: the stream's dependencies are the work's (and
-    // the prior fingerprint's, added in overlapBegin), as they should be.
+    // Nothing was captured: the stream's dependencies go back to the work's
+    // (the newest pending node, added in overlapBegin, stays pending).
+    CUgraphNode deps[OverlapPlan::kMaxDeps];
+    std::copy(plan.deps, plan.deps + plan.dep_count, deps);
+    if (plan.prior != nullptr && !updateDeps(stream, deps, plan.dep_count, CU_STREAM_SET_CAPTURE_DEPENDENCIES)) {
+      // The next work waits for the pending nodes: none is pending any more.
+      release(table, find(table, stream, capture_id));
+      count(kOverlapFailed);
+    }
     return;
   }
   uint64_t id = 0;
@@ -157,52 +197,55 @@ void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const
   CUgraphNode after[1];
   uint32_t n = 0;
   if (!captureState(stream, &id, &graph, after, 1, &n) || id != capture_id || n != 1) {
-    count(kOverlapFailed);  // left as it is: on the stream
-    return;
-  }
-  if (!updateDeps(stream, restore, restore_count, CU_STREAM_SET_CAPTURE_DEPENDENCIES)) {
-    // Whatever the failed call left, the fingerprint stays on the stream.
-    (void)updateDeps(stream, after, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+    // Left as it is: on the stream, after every pending node.
+    release(table, find(table, stream, capture_id));
     count(kOverlapFailed);
     return;
   }
-  PendingFingerprint* e = nullptr;
-  for (PendingFingerprint& candidate : table.entries) {
-    if (candidate.capture_id == 0) {
-      e = &candidate;
-      break;
-    }
-  }
+  CUgraphNode restore[OverlapPlan::kMaxDeps + 1];
+  std::copy(plan.deps, plan.deps + plan.dep_count, restore);
+  uint32_t restore_count = plan.dep_count;
+  PendingStream* e = findOrTake(table, stream, capture_id);
   if (e == nullptr) {
-    // No room to follow it: it joins the stream again (the plain order).
-    CUgraphNode node = after[0];
-    if (!updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) count(kOverlapFailed);
+    // No room to follow it: it stays on the stream (the plain order).
+    count(kOverlapFailed);
     return;
   }
-  e->capture_id = capture_id;
-  e->stream = stream;
-  e->graph = graph;
-  e->node = after[0];
-  e->any = read_count > PendingFingerprint::kMaxRanges;
-  e->reads_workspaces = reads_workspaces;
-  e->range_count = e->any ? 0 : read_count;
-  for (uint32_t i = 0; i < e->range_count; ++i) e->ranges[i] = Span{reads[i].ptr, reads[i].ptr + reads[i].bytes};
-  ++table.used;
+  if (e->count >= depth) {
+    // One more than the depth: the next work waits for the oldest.
+    restore[restore_count++] = e->at(0).node;
+    dropOldest(*e, 1);
+    count(kOverlapJoins);
+  }
+  if (!updateDeps(stream, restore, restore_count, CU_STREAM_SET_CAPTURE_DEPENDENCIES)) {
+    // Whatever the failed call left, the fingerprint stays on the stream,
+    // after every pending node.
+    (void)updateDeps(stream, after, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+    release(table, e);
+    count(kOverlapFailed);
+    return;
+  }
+  PendingFingerprint& f = e->nodes[(e->first + e->count) % PendingStream::kMaxDepth];
+  ++e->count;
+  f.node = after[0];
+  f.any = read_count > PendingFingerprint::kMaxRanges;
+  f.reads_workspaces = reads_workspaces;
+  f.range_count = f.any ? 0 : read_count;
+  for (uint32_t i = 0; i < f.range_count; ++i) f.ranges[i] = Span{reads[i].ptr, reads[i].ptr + reads[i].bytes};
   count(kOverlapNodes);
 }
 
-void overlapJoin(PendingTable& table, CUstream stream) {
-  PendingFingerprint* pending = find(table, stream, 0);
-  if (pending == nullptr) return;
-  (void)joinNow(*pending, stream);
-  release(table, pending);
-}
+void overlapJoin(PendingTable& table, CUstream stream) { joinAll(table, find(table, stream, 0), stream); }
 
 void overlapEventRecorded(PendingTable& table, CUevent event, CUstream stream, bool with_flags,
                           unsigned flags) {
-  PendingFingerprint* pending = find(table, stream, 0);
+  PendingStream* pending = find(table, stream, 0);
   if (pending == nullptr) return;
-  CUgraphNode node = pending->node;
+  if (pending->count == 0) {
+    release(table, pending);
+    return;
+  }
+  CUgraphNode node = pending->newest().node;
   release(table, pending);
   const DriverCalls& d = driverCalls();
   if (!updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) {
@@ -219,7 +262,7 @@ void overlapEventRecorded(PendingTable& table, CUevent event, CUstream stream, b
 }
 
 void overlapForget(PendingTable& table, uint64_t capture_id) {
-  for (PendingFingerprint& e : table.entries)
+  for (PendingStream& e : table.entries)
     if (e.capture_id == capture_id) release(table, &e);
 }
 

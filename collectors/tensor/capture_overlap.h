@@ -1,43 +1,51 @@
-// Captured fingerprint nodes beside the next kernel (docs/tensor.md,
-// "Overlap in captures").
+// Captured fingerprint nodes beside the stream (docs/tensor.md, "Overlap in
+// captures").
 //
 // Enqueued on a capturing stream, a fingerprint launch F becomes a node that
 // every later node of the stream waits for: in each replay the GPU runs the
 // job's kernel K, then F, then the next kernel K', one after another, and
 // F's whole latency (a few microseconds even for a small range) adds to the
 // replay. Nothing needs K' to wait for F unless K' writes what F reads. So a
-// captured F is hung beside the stream instead: it depends on K (and on the
-// stream's previous fingerprint node, which keeps a stream's fingerprint
-// nodes in order: they share one scratch region), and the stream's
-// dependencies are set back to what they were before F, so K' depends on K
-// alone and runs while F reads. F is then *pending* on the stream, and the
-// next piece of work captured there decides:
+// captured F is hung beside the stream instead: it depends on K and on the
+// stream's previous fingerprint node (a stream's fingerprint nodes form one
+// chain: they share one scratch region), and the stream's dependencies are
+// set back to what they were before F, so K' depends on K alone and runs
+// while F reads. F is then *pending* on the stream, with what it reads, and
+// so are the fingerprint nodes before it that nothing has waited for yet, up
+// to the rule's overlap depth (the chain is a lane of fingerprints beside
+// the job's kernels). The next piece of work captured there decides:
 //   - a probed launch or copy whose ranges (every pointer word of its
 //     parameters, each to the end of its allocation, from the allocation's
-//     start) do not overlap F's ranges runs beside F; its own fingerprint
-//     node then depends on F, and so does the stream's next piece of work
-//     after that: F never runs beside two kernels;
-//   - one that overlaps F's ranges, one whose parameters were not all
-//     scanned, and any other work tcgd sees on the stream (a launch that is
-//     not probed, a graph launched into the capture) gets an edge from F
-//     added (cuGraphAddDependencies on the graph being captured into, which
-//     CUDA allows during a capture): it waits for F as it would have;
-//   - an event recorded on the stream would not carry F to the streams that
-//     wait for it: F is added to the stream's dependencies and the event is
-//     recorded again.
+//     start; known inputs, which it only reads, left out) overlap no pending
+//     node's ranges runs beside all of them;
+//   - one that overlaps a pending node's ranges gets an edge from the newest
+//     such node (cuGraphAddDependencies on the graph being captured into,
+//     which CUDA allows during a capture): it waits for that node and, the
+//     chain being ordered, for every older one, which are then no longer
+//     pending;
+//   - one whose parameters were not all scanned, and any other work tcgd
+//     sees on the stream (a launch that is not probed, a graph launched into
+//     the capture) gets an edge from the newest pending node: it waits for
+//     them all, as it would have in the stream's order;
+//   - when more nodes are pending than the depth allows, the oldest joins
+//     the stream: the next work waits for it;
+//   - an event recorded on the stream would not carry the pending nodes to
+//     the streams that wait for it: the newest is added to the stream's
+//     dependencies and the event is recorded again.
 // A fingerprint node nothing waits for at the end of a capture is a sink of
 // the graph: a replay is complete only when it has run.
 //
 // What this cannot see: a kernel that writes memory through a pointer that is
 // not among its parameter words (a pointer read from device memory), and
 // work that reaches the stream without a hook tcgd has (a 2D copy, a host
-// function): such a writer right after K may change what F reads.
-// overlap=off in the rule keeps F on the stream.
+// function): such a writer after K may change what F reads before F runs.
+// overlap=off in the rule keeps F on the stream; overlap-depth=1 lets F run
+// beside one kernel only.
 //
 // Capture-time only: eager launches never come here, and a replay runs the
-// nodes with no host call. The pending fingerprint of each stream is kept per
-// capturing thread (in its Scratch); work on one capturing stream from two
-// threads is not followed.
+// nodes with no host call. The pending fingerprints of each stream are kept
+// per capturing thread (in its Scratch); work on one capturing stream from
+// two threads is not followed.
 #pragma once
 
 #include <cstddef>
@@ -57,12 +65,9 @@ struct Span {
   uint64_t end = 0;
 };
 
-// A fingerprint node pending on one capturing stream.
+// A fingerprint node pending on a capturing stream: what it reads.
 struct PendingFingerprint {
   static constexpr uint32_t kMaxRanges = 64;
-  uint64_t capture_id = 0;  // 0: a free entry
-  CUstream stream = nullptr;  // as the driver takes it
-  CUgraph graph = nullptr;
   CUgraphNode node = nullptr;  // the site's last fingerprint launch
   bool any = false;  // its ranges are too many to keep: any work waits for it
   bool reads_workspaces = false;  // its rule said workspaces=on
@@ -70,11 +75,24 @@ struct PendingFingerprint {
   Span ranges[kMaxRanges];
 };
 
+// The pending fingerprint nodes of one capturing stream, oldest first (a
+// ring of kMaxDepth): each depends on the one before.
+struct PendingStream {
+  static constexpr uint32_t kMaxDepth = 16;
+  uint64_t capture_id = 0;  // 0: a free entry
+  CUstream stream = nullptr;  // as the driver takes it
+  uint32_t first = 0;  // the oldest node's place in `nodes`
+  uint32_t count = 0;
+  PendingFingerprint nodes[kMaxDepth];
+  PendingFingerprint& at(uint32_t i) { return nodes[(first + i) % kMaxDepth]; }
+  PendingFingerprint& newest() { return at(count - 1); }
+};
+
 // The pending fingerprints of one capturing thread.
 struct PendingTable {
   static constexpr uint32_t kStreams = 8;
   uint32_t used = 0;  // entries with a capture id, for the one-load check
-  PendingFingerprint entries[kStreams];
+  PendingStream entries[kStreams];
 };
 
 // What a piece of captured work may write: its ranges, each from its
@@ -88,33 +106,36 @@ struct WriteSet {
 };
 
 // Before the fingerprint launches of a captured site: `stream` as the driver
-// takes it, the work just captured there (its write set). Joins or chains
-// the stream's pending fingerprint (above). False: this site's fingerprint
-// stays on the stream (the overlap is off, or a driver call failed).
+// takes it, the work just captured there (its write set). Joins the pending
+// fingerprints it may write to and chains the new one after the newest
+// (above). False: this site's fingerprint stays on the stream (a driver call
+// failed).
 struct OverlapPlan {
   static constexpr uint32_t kMaxDeps = 16;
   CUgraph graph = nullptr;
   CUgraphNode deps[kMaxDeps] = {};  // the stream's dependencies before the fingerprint
   uint32_t dep_count = 0;
-  CUgraphNode prior = nullptr;  // a pending fingerprint the new one depends on
+  CUgraphNode prior = nullptr;  // the newest pending fingerprint, which the new one depends on
 };
 bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, const WriteSet& work,
                   OverlapPlan* plan);
 
 // After them: sets the stream's dependencies back and keeps the new node
 // pending with the ranges it reads (`reads`, `read_count`: ptr and bytes of
-// each). `launched`: at least one fingerprint launch was captured.
+// each), at most `depth` nodes of the stream pending (1 to kMaxDepth).
+// `launched`: at least one fingerprint launch was captured.
 void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const OverlapPlan& plan,
                 bool launched, const proto::SiteBlobRange* reads, uint32_t read_count,
-                bool reads_workspaces);
+                bool reads_workspaces, uint32_t depth);
 
-// Work tcgd saw captured on `stream` that does not run beside a pending
-// fingerprint (see above): an edge from it to the work just captured.
+// Work tcgd saw captured on `stream` that does not run beside pending
+// fingerprints (see above): an edge from the newest to the work just
+// captured.
 void overlapJoin(PendingTable& table, CUstream stream);
 
 // An event was recorded on `stream` (`with_flags`: by cuEventRecordWithFlags,
 // `flags`): a pending fingerprint joins the stream and the event is recorded
-// again, so whatever waits for the event waits for the fingerprint too.
+// again, so whatever waits for the event waits for the fingerprints too.
 void overlapEventRecorded(PendingTable& table, CUevent event, CUstream stream, bool with_flags,
                           unsigned flags);
 

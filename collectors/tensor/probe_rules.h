@@ -149,6 +149,10 @@ struct ProbeRule {
   // stream's next kernel when that kernel cannot write what it reads (on;
   // collectors/tensor/capture_overlap.h), or stays in the stream's order.
   bool overlap = true;
+  // overlap-depth=N: how many of a stream's captured fingerprint nodes may
+  // be pending beside it at once (1 to 16; 8): past it the oldest joins the
+  // stream (capture_overlap.h). 1: a node runs beside one kernel only.
+  uint32_t overlap_depth = 8;
   // reuse=on|off (fingerprint only): whether a known input of a captured
   // launch that nothing captured since could have written reuses the
   // earlier node's fingerprint instead of being fingerprinted again (on;
@@ -187,7 +191,7 @@ inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
     "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
-    "probes=on|off|only, workspaces=on|off, overlap=on|off, reuse=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
+    "probes=on|off|only, workspaces=on|off, overlap=on|off, overlap-depth=N (1-16), reuse=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
     "values=N; record[:KEY=VALUE,...] the same keys and bytes=N[K|M|G], run-bytes=N[K|M|G]; "
     "check:reference=PATH[,abort][,rtol=X][,atol=Y] takes the same keys (one check rule at most) "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
@@ -265,10 +269,10 @@ inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations",
                                              "dtype",  "copies",      "workspaces", "overlap",
                                              "every",  "lines",       "bytes",      "run-bytes",
                                              "values", "reference",   "rtol",       "atol",
-                                             "probes", "reuse"};
+                                             "probes", "reuse",       "overlap-depth"};
 inline constexpr const char* kKeyList =
     "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, "
-    "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol, probes, reuse";
+    "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -582,6 +586,16 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
       return false;
     }
     (key == "every" ? r->every : r->lines) = n;
+    return true;
+  }
+  if (key == "overlap-depth") {
+    uint32_t n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n == 0 || n > 16) {
+      *error = where + "expected an integer between 1 and 16";
+      return false;
+    }
+    r->overlap_depth = n;
     return true;
   }
   if (key == "bytes" || key == "run-bytes") {

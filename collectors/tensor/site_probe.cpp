@@ -413,7 +413,8 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     }
   }
   if (beside) {
-    overlapEnd(scratch.pending, stream, p.capture.id, plan, launched, scratch.read, read_count, rule.workspaces);
+    overlapEnd(scratch.pending, stream, p.capture.id, plan, launched, scratch.read, read_count, rule.workspaces,
+               rule.overlap_depth);
   }
   if (p.capture.captured && !probe) {
     // What this work may have written is no longer as fingerprinted before;

@@ -419,18 +419,28 @@ def tensor_bench(gate, rounds, extra_rules=()):
         return None
     res = {k: {f: statistics.median(v) for f, v in m.items() if v} for k, m in times.items()}
     from tensor_bundle import TensorBundle
-    replay_bytes = 0
-    for path in sorted((case_dir / "fingerprint").rglob("*.tcgd-tensor")):
-        try:
-            b = TensorBundle(str(path))
-        except ValueError:
-            continue
-        # The training step's graph: the bundle whose captured sites hold the
-        # most bytes (the launch loop's bundle has a small graph of its own).
-        replay_bytes = max(replay_bytes,
-                           sum(r["bytes"] for s in b.sites if s["capture"] > 0 for r in s["ranges"]
-                               if not r["reuse_site"]))
-    res["replay_bytes"] = replay_bytes
+    # Per configuration, from the training step's graph (the bundle whose
+    # captured sites hold the most bytes; the launch loop's bundle has a small
+    # graph of its own): the bytes one replay fingerprints and the overlap's
+    # counters (capture_overlap.h).
+    shapes = {}
+    for k in keys:
+        best = None
+        for path in sorted((case_dir / k).rglob("*.tcgd-tensor")):
+            try:
+                b = TensorBundle(str(path))
+            except ValueError:
+                continue
+            nbytes = sum(r["bytes"] for s in b.sites if s["capture"] > 0 for r in s["ranges"]
+                         if not r["reuse_site"])
+            if best is None or nbytes > best[0]:
+                skipped = b.counters[-1]["skipped"] if b.counters else {}
+                best = (nbytes, {c: skipped.get(c, 0) for c in
+                                 ("overlap_nodes", "overlap_joins", "overlap_failed", "ranges_reused")})
+        if best is not None and best[0] > 0:
+            shapes[k] = {"replay_bytes": best[0], **best[1]}
+    res["shapes"] = shapes
+    res["replay_bytes"] = shapes.get("fingerprint", {}).get("replay_bytes", 0)
     return res
 
 
@@ -506,12 +516,16 @@ def main():
                       f"({mem_bench[k] * 1e3:.2f} ms / none {base * 1e3:.2f} ms)")
     if tensor_b:
         base = tensor_b["none"]
-        for k in (k for k in tensor_b if k not in ("none", "replay_bytes")):
+        for k in (k for k in tensor_b if k not in ("none", "replay_bytes", "shapes")):
             for f in ("graph_step_s", "eager_step_s", "launch_s"):
                 if f in tensor_b.get(k, {}) and f in base:
                     print(f"{'bench tensor ' + f[:-2] + ' ' + k:28} {'ratio':8} "
                           f"{tensor_b[k][f] / base[f]:.3f} ({tensor_b[k][f] * 1e3:.2f} ms / none "
                           f"{base[f] * 1e3:.2f} ms)")
+        for k, sh in tensor_b.get("shapes", {}).items():
+            print(f"{'bench tensor graph ' + k:28} {'shape':8} {sh['replay_bytes'] / 1e9:.2f} GB a replay, "
+                  + ", ".join(f"{c} {sh[c]}" for c in ("overlap_nodes", "overlap_joins", "overlap_failed",
+                                                       "ranges_reused")))
         fp = tensor_b.get("fingerprint", {})
         if tensor_b["replay_bytes"] and "graph_step_s" in fp and fp["graph_step_s"] > base["graph_step_s"]:
             extra = fp["graph_step_s"] - base["graph_step_s"]

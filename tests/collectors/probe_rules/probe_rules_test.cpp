@@ -155,6 +155,12 @@ TEST(ProbeRules, WhatEngineersType) {
     const ProbeRule p = parse("fingerprint:reuse=off").rules.at(0);
     EXPECT_FALSE(p.reuse);
     EXPECT_TRUE(p.overlap);
+    EXPECT_EQ(p.overlap_depth, 8u);  // eight fingerprint nodes of a stream may be pending at once
+  }
+  {
+    const ProbeRule p = parse("fingerprint:overlap-depth=1").rules.at(0);
+    EXPECT_EQ(p.overlap_depth, 1u);
+    EXPECT_EQ(parse("fingerprint:overlap-depth=16").rules.at(0).overlap_depth, 16u);
   }
 }
 
@@ -287,12 +293,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadRule{"fingerprint:kernal=~x",
                 "rule 1: unknown key 'kernal' (did you mean 'kernel'? expected one of kernel, "
                 "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, "
-                "bytes, run-bytes, values, reference, rtol, atol, probes, reuse)"},
+                "bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth)"},
         BadRule{"fingerprint:size=1",
                 "rule 1: unknown key 'size' (expected one of kernel, exclude, invocations, when, "
                 "graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values, "
-                "reference, rtol, atol, probes, reuse)"},
+                "reference, rtol, atol, probes, reuse, overlap-depth)"},
         BadRule{"fingerprint:bytes=1M", "rule 1: bytes= is an option of record (record:bytes=N)"},
+        BadRule{"fingerprint:overlap-depth=0",
+                "rule 1: overlap-depth=0: expected an integer between 1 and 16"},
+        BadRule{"fingerprint:overlap-depth=17",
+                "rule 1: overlap-depth=17: expected an integer between 1 and 16"},
         BadRule{"record:probes=some", "rule 1: probes=some: expected on, off or only"},
         BadRule{"print:run-bytes=1G", "rule 1: run-bytes= is an option of record (record:run-bytes=N)"},
         BadRule{"record:values=4", "rule 1: values= is an option of print (print:values=N)"},

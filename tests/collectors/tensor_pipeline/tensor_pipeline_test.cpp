@@ -750,6 +750,53 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
   }
 }
 
+// Captured fingerprint nodes stay pending beside the stream several kernels
+// deep (capture_overlap.h): a *= 3 waits for the fingerprint of a *= 2 two
+// kernels back, b *= 7 for that of b *= 5, and nothing else waits. The
+// replays run independent nodes as late as they can, so a fingerprint that
+// its writer does not wait for would see the writer's values. With
+// overlap-depth=1 a node runs beside one kernel only: the kernel after that
+// waits for it (three joins, the same values).
+TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKernelsValues) {
+  for (const char* rules : {"fingerprint", "fingerprint:overlap-depth=1", "fingerprint:overlap=off"}) {
+    SCOPED_TRACE(rules);
+    TempDir dir;
+    const ProgramRun run = runUnderAgent(dir, rules, "lane", {"FAKE_CUDA_GRAPH_ORDER=latest"});
+    ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+    const TensorBundle b = readTensorBundle(run.tensor_bundle);
+    ASSERT_TRUE(b.has_trailer);
+    std::vector<uint64_t> sites;
+    for (const auto& s : b.sites)
+      if (s.capture() > 0) sites.push_back(s.site());
+    ASSERT_EQ(sites.size(), 4u);
+    const auto expected = [](size_t site, uint32_t r) {
+      const double a = std::pow(6.0, r), bb = std::pow(35.0, r);
+      switch (site) {
+        case 0: return 2 * a;
+        case 1: return 5 * bb;
+        case 2: return 6 * a;
+        default: return 35 * bb;
+      }
+    };
+    for (size_t i = 0; i < sites.size(); ++i) {
+      const auto rows = b.of(sites[i]);
+      ASSERT_EQ(rows.size(), 3u) << "site " << i;
+      for (const auto& row : rows) {
+        EXPECT_EQ(row.minimum, expected(i, row.exec)) << "site " << i << " replay " << row.exec;
+        EXPECT_EQ(row.maximum, expected(i, row.exec)) << "site " << i << " replay " << row.exec;
+      }
+    }
+    ASSERT_FALSE(b.counters.empty());
+    const auto& counted = b.counters.back().skipped();
+    const auto counter = [&](const char* name) { return counted.count(name) ? counted.at(name) : 0u; };
+    EXPECT_EQ(counter("overlap_failed"), 0u);
+    const std::string r = rules;
+    EXPECT_EQ(counter("overlap_nodes"), r == "fingerprint:overlap=off" ? 0u : 4u);
+    EXPECT_EQ(counter("overlap_joins"), r == "fingerprint" ? 2u : r == "fingerprint:overlap-depth=1" ? 3u : 0u);
+    EXPECT_EQ(run.values.at("nodes"), 8u);
+  }
+}
+
 // Known inputs (known_inputs.h): ATen's add reads its data array's inputs,
 // a GEMM made inside cuBLAS (through a library opened RTLD_LOCAL, as torch
 // is) reads A and B, a kernel whose name says `float const*` reads that, and
@@ -823,10 +870,11 @@ TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameByt
     const auto counter = [&](const char* name) { return counted.count(name) ? counted.at(name) : 0u; };
     EXPECT_EQ(counter("ranges_reused"), reuse ? 6u : 0u);
     EXPECT_EQ(counter("overlap_failed"), 0u);
-    // Known inputs are no writes whether reused or not: b *= 3 waits only
-    // when the GEMM's fingerprint node reads b; e += c always waits for the
-    // fingerprint of e that step 5 took.
-    EXPECT_EQ(counter("overlap_joins"), reuse ? 1u : 2u);
+    // Known inputs are no writes whether reused or not: b *= 3 waits for the
+    // newest pending node that reads b (step 1's with reuse, the GEMM's
+    // without); e += c waits for the fingerprint of e that step 5 took. c = b
+    // + a writes c, which no pending node reads (step 1's was waited for).
+    EXPECT_EQ(counter("overlap_joins"), 2u);
   }
 }
 

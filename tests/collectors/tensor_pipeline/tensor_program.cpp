@@ -10,7 +10,7 @@
 // through a library opened with dlopen(RTLD_LOCAL) as torch is) a workspace
 // and launches the kernel on it and on a pointer into it; "overlap" runs
 // overlapProgram instead (below); "probe" runs probeProgram (below);
-// "reuse" runs reuseProgram (below).
+// "reuse" runs reuseProgram (below); "lane" runs laneProgram (below).
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -105,6 +105,50 @@ int overlapProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, u
     std::memcpy(&bits, ha, 4);
     return bits;
   }());
+  std::fflush(stdout);
+  return 0;
+}
+
+// "lane": fingerprint nodes pending beside the stream several kernels deep
+// (capture_overlap.h). On stream s: a *= 2, b *= 5, a *= 3 (writes what the
+// first fingerprint reads, two kernels back), b *= 7 (writes what the second
+// reads). a and b hold ones; replay r must see 2 * 6^r, 5 * 35^r, 6^(r+1)
+// and 35^(r+1) whatever order the replay runs independent nodes in.
+int laneProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements) {
+  CUresult r;
+  float* ha = reinterpret_cast<float*>(a);
+  float* hb = reinterpret_cast<float*>(b);
+  for (uint32_t i = 0; i < elements; ++i) ha[i] = hb[i] = 1.0f;
+  float one = 1.0f, two = 2.0f, three = 3.0f, five = 5.0f, seven = 7.0f;
+  void* a1[] = {&a, &one};
+  void* a2[] = {&a, &two};
+  void* a3[] = {&a, &three};
+  void* b5[] = {&b, &five};
+  void* b7[] = {&b, &seven};
+  const uint32_t blocks = elements / 256;
+  // An eager launch first: tcgd loads its module outside captures.
+  if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, a1, nullptr)) != CUDA_SUCCESS)
+    return fail("a *= 1", r);
+  if ((r = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL)) != CUDA_SUCCESS)
+    return fail("begin capture", r);
+  void** steps[] = {a2, b5, a3, b7};
+  for (void** params : steps)
+    if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, params, nullptr)) != CUDA_SUCCESS)
+      return fail("a captured step", r);
+  CUgraph graph = nullptr;
+  if ((r = cuStreamEndCapture(s, &graph)) != CUDA_SUCCESS) return fail("end capture", r);
+  CUgraphExec exec = nullptr;
+  if ((r = cuGraphInstantiateWithFlags(&exec, graph, 0)) != CUDA_SUCCESS) return fail("instantiate", r);
+  constexpr int kReplays = 3;
+  for (int i = 0; i < kReplays; ++i)
+    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
+  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+  size_t nodes = 0;
+  if ((r = cuGraphGetNodes(graph, nullptr, &nodes)) != CUDA_SUCCESS) return fail("cuGraphGetNodes", r);
+  value("a", a);
+  value("b", b);
+  value("nodes", nodes);
+  value("replays", kReplays);
   std::fflush(stdout);
   return 0;
 }
@@ -392,6 +436,7 @@ int main(int argc, char** argv) {
 
   if (argc > 1 && std::strcmp(argv[1], "overlap") == 0) return overlapProgram(scale, s, a, b, kElements);
   if (argc > 1 && std::strcmp(argv[1], "reuse") == 0) return reuseProgram(scale, s, a, b, kElements);
+  if (argc > 1 && std::strcmp(argv[1], "lane") == 0) return laneProgram(scale, s, a, b, kElements);
   if (argc > 1 && (std::strcmp(argv[1], "probe") == 0 || std::strncmp(argv[1], "check", 5) == 0))
     return probeProgram(scale, s, a, b, kElements, argv[1], std::strcmp(argv[1], "check-abort") == 0);
 
