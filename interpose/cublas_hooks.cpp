@@ -14,27 +14,15 @@
 // cuBLAS's opaque handles and enums, spelled as the pointer and int types
 // they are, so no cuBLAS header is needed.
 //
-// Finding cuBLAS's definition: dlsym(RTLD_NEXT) searches the global scope
-// after libtcgd.so, which holds cuBLAS when the program itself links it.
-// Python loads torch's extension with dlopen(RTLD_LOCAL): libtorch_cuda.so
-// and the libcublas it needs are then in that object's own scope, which the
-// caller's lookup reaches after the global one (so it finds our wrapper
-// first) but RTLD_NEXT never does. So, failing RTLD_NEXT, every loaded
-// object whose file name starts with "libcublas" is asked with a handle of
-// its own (dlopen RTLD_NOLOAD: nothing new is loaded), as
-// real_functions.cpp finds a runtime opened that way.
-#include <dlfcn.h>
-#include <link.h>
-
-#include <cstring>
-
+// cuBLAS's own definition of each: interpose/library_definition.h (torch
+// opens cuBLAS in a scope of its own, where RTLD_NEXT does not look).
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 #include "collectors/tensor/tensor_collector.h"
 #include "interpose/cublas_hooks.h"
-#include "interpose/real_functions.h"
+#include "interpose/library_definition.h"
 #include "log.h"
 
 namespace tcgd::interpose {
@@ -42,44 +30,10 @@ namespace {
 
 constexpr int kCublasStatusNotInitialized = 1;
 
-struct Search {
-  DlsymFn dl;
-  const char* name;
-  const void* ours;  // our wrapper: never the answer
-  void* found;
-};
-
-int searchCublas(dl_phdr_info* info, size_t, void* data) {
-  auto* s = static_cast<Search*>(data);
-  const char* path = info->dlpi_name;
-  const char* slash = path != nullptr ? std::strrchr(path, '/') : nullptr;
-  const char* file = slash != nullptr ? slash + 1 : path;
-  if (file == nullptr || std::strncmp(file, "libcublas", 9) != 0) return 0;
-  void* handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-  if (handle == nullptr) return 0;
-  void* fn = s->dl(handle, s->name);
-  dlclose(handle);  // the object stays: it was loaded before, and NOLOAD took one more reference
-  if (fn == nullptr || fn == s->ours) return 0;
-  s->found = fn;
-  return 1;
-}
-
-// cuBLAS's own definition of `name` (see above), looked up once.
+// cuBLAS's own definition of `name`, looked up once.
 template <class Fn>
 Fn cublasDefinition(std::atomic<Fn>& slot, const char* name, Fn ours) {
-  Fn fn = slot.load(std::memory_order_acquire);
-  if (fn != nullptr) return fn;
-  const DlsymFn dl = realDlsym();
-  if (dl == nullptr) return nullptr;
-  fn = reinterpret_cast<Fn>(dl(RTLD_NEXT, name));
-  if (fn == nullptr || fn == ours) {
-    Search search{dl, name, reinterpret_cast<const void*>(ours), nullptr};
-    dl_iterate_phdr(&searchCublas, &search);
-    fn = reinterpret_cast<Fn>(search.found);
-  }
-  // release: another thread that loads it sees a resolved function.
-  if (fn != nullptr) slot.store(fn, std::memory_order_release);
-  return fn;
+  return libraryDefinition(slot, "libcublas", name, ours);
 }
 
 // A GEMM's operands for the kernels it launches (known_inputs.h): A and B

@@ -666,6 +666,19 @@ void workspaceSet(uint64_t ptr, uint64_t bytes) {
   (void)w.insert(ptr, ptr + bytes);
 }
 
+uint64_t workspaceBegin(uint64_t ptr) {
+  if (ptr == 0 || !enabled()) return 0;
+  Settings& s = settings();
+  LiveMap::Hit hit;
+  if (s.workspaces->find(ptr, &hit)) return 0;
+  if (!s.blocks->find(ptr, &hit) && !s.driver->find(ptr, &hit)) return 0;
+  return s.workspaces->insert(ptr, hit.end) ? ptr : 0;
+}
+
+void workspaceEnd(uint64_t begun) {
+  if (begun != 0) (void)settings().workspaces->erase(begun);
+}
+
 void driverMemoryRecord(uint16_t type, uint64_t w0, uint64_t w1, uint64_t w2, uint64_t caller) {
   if (!enabled()) return;
   Settings& s = settings();

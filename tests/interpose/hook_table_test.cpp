@@ -8,6 +8,7 @@
 #include <string>
 
 #include "interpose/cublas_hooks.h"
+#include "interpose/cudnn_hooks.h"
 #include "interpose/hook_table.h"
 
 namespace tcgd::interpose {
@@ -150,7 +151,7 @@ TEST(HookTable, VariantVersionsOrderVariantsOfOneBase) {
   EXPECT_EQ(newestHookedVariant("cuMemcpy"), 0);
 }
 
-TEST(HookTable, ExportAllowListIsTheTablePlusDlsymAndCublasEntryPoints) {
+TEST(HookTable, ExportAllowListIsTheTablePlusDlsymAndLibraryEntryPoints) {
   std::ifstream in(TCGD_SOURCE_DIR "/tests/interpose/exports_hooks.allow");
   ASSERT_TRUE(in) << "tests/interpose/exports_hooks.allow is missing";
   std::set<std::string> listed;
@@ -159,9 +160,11 @@ TEST(HookTable, ExportAllowListIsTheTablePlusDlsymAndCublasEntryPoints) {
     std::istringstream words(line);
     if (std::string name; words >> name) listed.insert(name);
   }
-  // dlsym, and cuBLAS's entry points (interpose/cublas_hooks.h).
+  // dlsym, and cuBLAS's and cuDNN's entry points (interpose/cublas_hooks.h,
+  // interpose/cudnn_hooks.h).
   std::set<std::string> expected{"dlsym"};
   for (const char* name : kCublasEntryPoints) expected.insert(name);
+  for (const char* name : kCudnnEntryPoints) expected.insert(name);
   for (const HookInfo& h : kHooks) expected.insert(h.name);
   EXPECT_EQ(listed, expected);
 }

@@ -695,6 +695,45 @@ TEST_F(TensorPipeline, WordsInsideCublasWorkspaceAreLeftOutUnlessAskedFor) {
   }
 }
 
+// cuDNN's workspace (interpose/cudnn_hooks.cpp): during cudnnBackendExecute
+// (called from a library opened RTLD_LOCAL, as torch calls cuDNN) the
+// variant pack's workspace is the library's scratch, so the kernel cuDNN
+// launches on a piece of it has no range, eagerly and captured, while the
+// data it launches on has one. After the call the same piece is memory like
+// any other: scale<float> on it has its range. workspaces=on keeps every
+// range.
+TEST_F(TensorPipeline, CudnnWorkspaceIsScratchDuringTheExecutionOnly) {
+  for (const char* rules : {"fingerprint", "fingerprint:workspaces=on"}) {
+    SCOPED_TRACE(rules);
+    const bool on = std::string(rules) == "fingerprint:workspaces=on";
+    TempDir dir;
+    const ProgramRun run = runUnderAgent(dir, rules, "cudnn");
+    ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+    const TensorBundle b = readTensorBundle(run.tensor_bundle);
+    ASSERT_TRUE(b.has_trailer);
+    const uint64_t w = run.values.at("workspace"), a = run.values.at("a");
+    // Per side (eager, captured): the three launches in order.
+    for (const bool captured : {false, true}) {
+      SCOPED_TRACE(captured ? "captured" : "eager");
+      std::vector<const bundle::TensorSite*> sites;
+      for (const auto& site : b.sites)
+        if ((site.capture() > 0) == captured) sites.push_back(&site);
+      ASSERT_EQ(sites.size(), 3u);
+      const auto starts = [](const bundle::TensorSite* site) {
+        std::vector<uint64_t> ptrs;
+        for (const auto& r : site->ranges()) ptrs.push_back(r.ptr());
+        return ptrs;
+      };
+      EXPECT_EQ(starts(sites[0]), on ? std::vector<uint64_t>{w + 1024} : std::vector<uint64_t>{});
+      EXPECT_EQ(starts(sites[1]), std::vector<uint64_t>{a});
+      EXPECT_EQ(starts(sites[2]), std::vector<uint64_t>{w + 1024});
+    }
+    ASSERT_FALSE(b.counters.empty());
+    const auto& counted = b.counters.back().skipped();
+    EXPECT_EQ(counted.count("ranges_workspace") ? counted.at("ranges_workspace") : 0u, on ? 0u : 2u);
+  }
+}
+
 // Captured fingerprint nodes run beside the next kernel (capture_overlap.h):
 // the replays run independent nodes as late as they can
 // (FAKE_CUDA_GRAPH_ORDER=latest), so a fingerprint that a later writer does

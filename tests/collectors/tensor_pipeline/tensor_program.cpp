@@ -10,7 +10,8 @@
 // through a library opened with dlopen(RTLD_LOCAL) as torch is) a workspace
 // and launches the kernel on it and on a pointer into it; "overlap" runs
 // overlapProgram instead (below); "probe" runs probeProgram (below);
-// "reuse" runs reuseProgram (below); "lane" runs laneProgram (below).
+// "reuse" runs reuseProgram (below); "lane" runs laneProgram (below);
+// "cudnn" runs cudnnProgram (below).
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -149,6 +150,59 @@ int laneProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint
   value("b", b);
   value("nodes", nodes);
   value("replays", kReplays);
+  std::fflush(stdout);
+  return 0;
+}
+
+// "cudnn": cuDNN's workspace for one execution (interpose/cudnn_hooks.cpp).
+// A library opened RTLD_LOCAL (cudnn_consumer.cpp) calls
+// cudnnBackendExecute, whose kernels scale a piece of the workspace w and
+// the data a; then scale<float> runs on the same piece of w outside cuDNN.
+// Eagerly, then the same captured and replayed 3 times.
+int cudnnProgram(CUfunction scale, CUstream s, CUdeviceptr a, uint32_t elements) {
+  CUresult r;
+  constexpr size_t kWorkspaceBytes = 65536;
+  CUdeviceptr w = 0;
+  if ((r = cuMemAlloc_v2(&w, kWorkspaceBytes)) != CUDA_SUCCESS) return fail("cuMemAlloc workspace", r);
+  std::memset(reinterpret_cast<void*>(w), 0, kWorkspaceBytes);
+  void* consumer = dlopen(CUDNN_CONSUMER, RTLD_NOW | RTLD_LOCAL);
+  using ExecuteFn = int (*)(void*, void*);
+  auto execute = consumer != nullptr ? reinterpret_cast<ExecuteFn>(dlsym(consumer, "tcgdTestCudnnExecute")) : nullptr;
+  if (execute == nullptr) return fail("dlopen of the cuDNN consumer", CUDA_ERROR_NOT_FOUND);
+  struct {
+    CUfunction kernel;
+    CUstream stream;
+    unsigned grid;
+  } handle{scale, s, elements / 256};
+  struct {
+    CUdeviceptr data;
+    CUdeviceptr workspace;
+  } pack{a, w};
+  CUdeviceptr piece = w + 1024;
+  float three = 3.0f;
+  void* after[] = {&piece, &three};
+  const auto step = [&]() -> int {
+    if (const int status = execute(&handle, &pack); status != 0) {
+      std::fprintf(stderr, "cudnnBackendExecute failed: %d\n", status);
+      return 1;
+    }
+    if ((r = cuLaunchKernel(scale, elements / 256, 1, 1, 256, 1, 1, 0, s, after, nullptr)) != CUDA_SUCCESS)
+      return fail("scale the workspace piece", r);
+    return 0;
+  };
+  if (step() != 0) return 1;
+  if ((r = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL)) != CUDA_SUCCESS)
+    return fail("begin capture", r);
+  if (step() != 0) return 1;
+  CUgraph graph = nullptr;
+  if ((r = cuStreamEndCapture(s, &graph)) != CUDA_SUCCESS) return fail("end capture", r);
+  CUgraphExec exec = nullptr;
+  if ((r = cuGraphInstantiateWithFlags(&exec, graph, 0)) != CUDA_SUCCESS) return fail("instantiate", r);
+  for (int i = 0; i < 3; ++i)
+    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
+  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+  value("a", a);
+  value("workspace", w);
   std::fflush(stdout);
   return 0;
 }
@@ -437,6 +491,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "overlap") == 0) return overlapProgram(scale, s, a, b, kElements);
   if (argc > 1 && std::strcmp(argv[1], "reuse") == 0) return reuseProgram(scale, s, a, b, kElements);
   if (argc > 1 && std::strcmp(argv[1], "lane") == 0) return laneProgram(scale, s, a, b, kElements);
+  if (argc > 1 && std::strcmp(argv[1], "cudnn") == 0) return cudnnProgram(scale, s, a, kElements);
   if (argc > 1 && (std::strcmp(argv[1], "probe") == 0 || std::strncmp(argv[1], "check", 5) == 0))
     return probeProgram(scale, s, a, b, kElements, argv[1], std::strcmp(argv[1], "check-abort") == 0);
 
