@@ -671,8 +671,18 @@ uint64_t workspaceBegin(uint64_t ptr) {
   Settings& s = settings();
   LiveMap::Hit hit;
   if (s.workspaces->find(ptr, &hit)) return 0;
-  if (!s.blocks->find(ptr, &hit) && !s.driver->find(ptr, &hit)) return 0;
-  return s.workspaces->insert(ptr, hit.end) ? ptr : 0;
+  // A block of PyTorch's allocator is the call's whole: cudnn_frontend keeps
+  // its own intermediates (attention's dQ accumulator, the softmax sums) at
+  // the block's start and may hand cuDNN's backend the rest as its workspace.
+  uint64_t start = 0;
+  if (s.blocks->find(ptr, &hit)) {
+    start = hit.start;
+  } else if (s.driver->find(ptr, &hit)) {
+    start = ptr;
+  } else {
+    return 0;
+  }
+  return s.workspaces->insert(start, hit.end) ? start : 0;
 }
 
 void workspaceEnd(uint64_t begun) {

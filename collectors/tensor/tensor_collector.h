@@ -80,10 +80,11 @@ void workspaceSet(uint64_t ptr, uint64_t bytes);
 
 // A workspace that lives for one library call (interpose/cudnn_hooks.cpp:
 // the variant pack's workspace of cudnnBackendExecute, a block PyTorch's
-// allocator hands cuDNN for the call and takes back after it): from `ptr` to
-// the end of the allocation it lies in, a workspace until workspaceEnd with
-// what this returned (0: nothing was added, because probes are off, `ptr`
-// is in no known allocation, or it is a workspace already).
+// allocator hands cuDNN for the call and takes back after it): the block
+// `ptr` lies in, or from `ptr` to the end of the driver allocation it lies
+// in, is a workspace until workspaceEnd with what this returned (0: nothing
+// was added, because probes are off, `ptr` is in no known allocation, or it
+// is a workspace already).
 uint64_t workspaceBegin(uint64_t ptr);
 void workspaceEnd(uint64_t begun);
 
