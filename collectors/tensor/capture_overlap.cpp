@@ -206,11 +206,7 @@ void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const
   std::copy(plan.deps, plan.deps + plan.dep_count, restore);
   uint32_t restore_count = plan.dep_count;
   PendingStream* e = findOrTake(table, stream, capture_id);
-  if (e == nullptr) {
-    // No room to follow it: it stays on the stream (the plain order).
-    count(kOverlapFailed);
-    return;
-  }
+  if (e == nullptr) return;  // no room to follow it: it stays on the stream (the plain order)
   if (e->count >= depth) {
     // One more than the depth: the next work waits for the oldest.
     restore[restore_count++] = e->at(0).node;
