@@ -80,6 +80,11 @@ bool overlaps(const PendingFingerprint& p, const WriteSet& work) {
     for (uint32_t j = 0; j < p.range_count; ++j)
       if (begin < p.ranges[j].end && p.ranges[j].begin < end) return true;
   }
+  for (uint32_t i = 0; i < work.also_count; ++i) {
+    const uint64_t begin = work.also[2 * i], end = work.also[2 * i + 1];
+    for (uint32_t j = 0; j < p.range_count; ++j)
+      if (begin < p.ranges[j].end && p.ranges[j].begin < end) return true;
+  }
   return false;
 }
 

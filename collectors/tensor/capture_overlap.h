@@ -23,10 +23,14 @@
 //     which CUDA allows during a capture): it waits for that node and, the
 //     chain being ordered, for every older one, which are then no longer
 //     pending;
-//   - one whose parameters were not all scanned, and any other work tcgd
-//     sees on the stream (a launch that is not probed, a graph launched into
-//     the capture) gets an edge from the newest pending node: it waits for
-//     them all, as it would have in the stream's order;
+//   - one whose parameters were not all scanned, a kernel that may write
+//     through more than its parameter words (one tcgd does not know to
+//     write only through them: cuDNN's, CUTLASS's, NCCL's, which may write
+//     through a TMA descriptor or a pointer held in device memory;
+//     known_inputs.h), and any other work tcgd sees on the stream (a launch
+//     that is not probed, a graph launched into the capture) gets an edge
+//     from the newest pending node: it waits for them all, as it would have
+//     in the stream's order;
 //   - when more nodes are pending than the depth allows, the oldest joins
 //     the stream: the next work waits for it;
 //   - an event recorded on the stream would not carry the pending nodes to
@@ -35,10 +39,10 @@
 // A fingerprint node nothing waits for at the end of a capture is a sink of
 // the graph: a replay is complete only when it has run.
 //
-// What this cannot see: a kernel that writes memory through a pointer that is
-// not among its parameter words (a pointer read from device memory), and
-// work that reaches the stream without a hook tcgd has (a 2D copy, a host
-// function): such a writer after K may change what F reads before F runs.
+// What this cannot see: a kernel tcgd takes to write through its parameter
+// words only that writes elsewhere all the same, and work that reaches the
+// stream without a hook tcgd has (a 2D copy, a host function): such a
+// writer after K may change what F reads before F runs.
 // overlap=off in the rule keeps F on the stream; overlap-depth=1 lets F run
 // beside one kernel only.
 //
@@ -96,11 +100,18 @@ struct PendingTable {
 };
 
 // What a piece of captured work may write: its ranges, each from its
-// allocation's start to its end. `complete`: every pointer word was looked
-// at (no argument left out by the rule, none dropped for lack of room).
+// allocation's start to its end, and a library call's declared outputs
+// (`also`: [start, end) pairs, whole allocations: a kernel may reach them
+// through a TMA descriptor rather than a pointer word). `complete`: every
+// pointer word was looked at (no argument left out by the rule, none
+// dropped for lack of room) and the work writes through nothing else
+// (known_inputs.h: a kernel whose writes are seen); otherwise it may write
+// anything.
 struct WriteSet {
   const proto::SiteBlobRange* ranges = nullptr;
   uint32_t range_count = 0;
+  const uint64_t* also = nullptr;
+  uint32_t also_count = 0;
   bool complete = false;
   bool touches_workspaces = false;  // words inside a library's workspace were left out of its ranges
 };

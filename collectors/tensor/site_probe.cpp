@@ -334,7 +334,11 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
       }
     }
     work.range_count = written;
-    work.complete = complete;
+    work.also = p.forget;
+    work.also_count = p.forget_count;
+    // A kernel that may write beyond its ranges may write what any pending
+    // node reads (capture_overlap.h).
+    work.complete = complete && (probe || p.writes_seen);
     work.touches_workspaces = scan.ranges_workspace != 0;
     if (rule.overlap) {
       beside = overlapBegin(scratch.pending, stream, p.capture.id, work, &plan);

@@ -10,8 +10,12 @@
 // through a library opened with dlopen(RTLD_LOCAL) as torch is) a workspace
 // and launches the kernel on it and on a pointer into it; "overlap" runs
 // overlapProgram instead (below); "probe" runs probeProgram (below);
-// "reuse" runs reuseProgram (below); "lane" runs laneProgram (below);
-// "cudnn" runs cudnnProgram (below).
+// "reuse" runs reuseProgram (below); "lane" runs laneProgram (below) with
+// at::native::scale<float>, "lane-opaque" the same with scale<float>;
+// "cudnn" runs cudnnProgram (below); "hidden" runs hiddenProgram (below).
+// "overlap" and "lane" use
+// at::native::scale<float>, a kernel tcgd takes to write only through its
+// parameters.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -30,6 +34,15 @@ namespace {
 // scale<float>(float* data, float by): data[i] *= by for grid * block elements.
 void scaleBody(void* const* params, const uint32_t* grid, const uint32_t* block, void*) {
   float* data = *static_cast<float* const*>(params[0]);
+  const float by = *static_cast<const float*>(params[1]);
+  for (uint32_t i = 0; i < grid[0] * block[0]; ++i) data[i] *= by;
+}
+
+// scale_indirect(float** holder, float by): (*holder)[i] *= by, through a
+// pointer held in device memory that no parameter word shows.
+void scaleIndirectBody(void* const* params, const uint32_t* grid, const uint32_t* block, void*) {
+  float* const* holder = *static_cast<float* const* const*>(params[0]);
+  float* data = *holder;
   const float by = *static_cast<const float*>(params[1]);
   for (uint32_t i = 0; i < grid[0] * block[0]; ++i) data[i] *= by;
 }
@@ -203,6 +216,42 @@ int cudnnProgram(CUfunction scale, CUstream s, CUdeviceptr a, uint32_t elements)
   if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
   value("a", a);
   value("workspace", w);
+  std::fflush(stdout);
+  return 0;
+}
+
+// "hidden": a kernel that writes through a pointer held in device memory
+// (capture_overlap.h). a holds ones; captured on s: at::native::scale a *= 2,
+// then scale_indirect(holder, 3) with *holder == a. The second must wait for
+// the first one's fingerprint, which reads a: replay r must see 2 * 6^r.
+int hiddenProgram(CUfunction aten_scale, CUfunction indirect, CUstream s, CUdeviceptr a, uint32_t elements) {
+  CUresult r;
+  float* ha = reinterpret_cast<float*>(a);
+  for (uint32_t i = 0; i < elements; ++i) ha[i] = 1.0f;
+  CUdeviceptr holder = 0;
+  if ((r = cuMemAlloc_v2(&holder, 256)) != CUDA_SUCCESS) return fail("cuMemAlloc holder", r);
+  std::memcpy(reinterpret_cast<void*>(holder), &a, sizeof a);
+  float one = 1.0f, two = 2.0f, three = 3.0f;
+  void* a1[] = {&a, &one};
+  void* a2[] = {&a, &two};
+  void* h3[] = {&holder, &three};
+  const uint32_t blocks = elements / 256;
+  if ((r = cuLaunchKernel(aten_scale, blocks, 1, 1, 256, 1, 1, 0, s, a1, nullptr)) != CUDA_SUCCESS)
+    return fail("a *= 1", r);
+  if ((r = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL)) != CUDA_SUCCESS)
+    return fail("begin capture", r);
+  if ((r = cuLaunchKernel(aten_scale, blocks, 1, 1, 256, 1, 1, 0, s, a2, nullptr)) != CUDA_SUCCESS)
+    return fail("a *= 2", r);
+  if ((r = cuLaunchKernel(indirect, blocks, 1, 1, 256, 1, 1, 0, s, h3, nullptr)) != CUDA_SUCCESS)
+    return fail("*holder *= 3", r);
+  CUgraph graph = nullptr;
+  if ((r = cuStreamEndCapture(s, &graph)) != CUDA_SUCCESS) return fail("end capture", r);
+  CUgraphExec exec = nullptr;
+  if ((r = cuGraphInstantiateWithFlags(&exec, graph, 0)) != CUDA_SUCCESS) return fail("instantiate", r);
+  for (int i = 0; i < 3; ++i)
+    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
+  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+  value("a", a);
   std::fflush(stdout);
   return 0;
 }
@@ -488,9 +537,22 @@ int main(int argc, char** argv) {
   CUstream s = nullptr;
   if ((r = cuStreamCreate(&s, 0)) != CUDA_SUCCESS) return fail("cuStreamCreate", r);
 
-  if (argc > 1 && std::strcmp(argv[1], "overlap") == 0) return overlapProgram(scale, s, a, b, kElements);
+  // The same kernel under an ATen name: one tcgd takes to write only through
+  // its parameter words (known_inputs.h), as the overlap's deeper cases need.
+  auto* aten_scale = static_cast<CUfunction>(
+      fake_cuda_make_kernel_params("_ZN2at6native5scaleIfEEvPT_T_", 2, 2, offsets, sizes));
+  fake_cuda_set_kernel_body(aten_scale, scaleBody, nullptr);
+  if (argc > 1 && std::strcmp(argv[1], "overlap") == 0) return overlapProgram(aten_scale, s, a, b, kElements);
   if (argc > 1 && std::strcmp(argv[1], "reuse") == 0) return reuseProgram(scale, s, a, b, kElements);
-  if (argc > 1 && std::strcmp(argv[1], "lane") == 0) return laneProgram(scale, s, a, b, kElements);
+  if (argc > 1 && std::strcmp(argv[1], "lane") == 0) return laneProgram(aten_scale, s, a, b, kElements);
+  if (argc > 1 && std::strcmp(argv[1], "lane-opaque") == 0) return laneProgram(scale, s, a, b, kElements);
+  if (argc > 1 && std::strcmp(argv[1], "hidden") == 0) {
+    const uint32_t one_offset[] = {0, 8}, one_size[] = {8, 4};
+    auto* indirect = static_cast<CUfunction>(
+        fake_cuda_make_kernel_params("_Z14scale_indirectPPff", 2, 2, one_offset, one_size));
+    fake_cuda_set_kernel_body(indirect, scaleIndirectBody, nullptr);
+    return hiddenProgram(aten_scale, indirect, s, a, kElements);
+  }
   if (argc > 1 && std::strcmp(argv[1], "cudnn") == 0) return cudnnProgram(scale, s, a, kElements);
   if (argc > 1 && (std::strcmp(argv[1], "probe") == 0 || std::strncmp(argv[1], "check", 5) == 0))
     return probeProgram(scale, s, a, b, kElements, argv[1], std::strcmp(argv[1], "check-abort") == 0);
