@@ -56,6 +56,20 @@ int fail(const char* what, CUresult r) {
   return 1;
 }
 
+// Ends the capture on `s`, instantiates it and replays it `replays` times,
+// then waits for the stream; `graph` gets the captured graph. 0, or 1 after
+// saying what failed.
+int replayCapture(CUstream s, int replays, CUgraph* graph) {
+  CUresult r;
+  if ((r = cuStreamEndCapture(s, graph)) != CUDA_SUCCESS) return fail("end capture", r);
+  CUgraphExec exec = nullptr;
+  if ((r = cuGraphInstantiateWithFlags(&exec, *graph, 0)) != CUDA_SUCCESS) return fail("instantiate", r);
+  for (int i = 0; i < replays; ++i)
+    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
+  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+  return 0;
+}
+
 // "overlap": a capture whose fingerprint nodes can run beside the next
 // kernel, and ones that must not (capture_overlap.h). a and b hold ones.
 // On stream s: a *= 2, a *= 3 (writes what the first one's fingerprint
@@ -100,14 +114,9 @@ int overlapProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, u
     return fail("b *= 7", r);
   if ((r = cuEventRecord(join, s2)) != CUDA_SUCCESS) return fail("record join", r);
   if ((r = cuStreamWaitEvent(s, join, 0)) != CUDA_SUCCESS) return fail("wait join", r);
-  CUgraph graph = nullptr;
-  if ((r = cuStreamEndCapture(s, &graph)) != CUDA_SUCCESS) return fail("end capture", r);
-  CUgraphExec exec = nullptr;
-  if ((r = cuGraphInstantiateWithFlags(&exec, graph, 0)) != CUDA_SUCCESS) return fail("instantiate", r);
   constexpr int kReplays = 3;
-  for (int i = 0; i < kReplays; ++i)
-    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
-  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+  CUgraph graph = nullptr;
+  if (replayCapture(s, kReplays, &graph) != 0) return 1;
   size_t nodes = 0;
   if ((r = cuGraphGetNodes(graph, nullptr, &nodes)) != CUDA_SUCCESS) return fail("cuGraphGetNodes", r);
   value("a", a);
@@ -149,14 +158,9 @@ int laneProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint
   for (void** params : steps)
     if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, params, nullptr)) != CUDA_SUCCESS)
       return fail("a captured step", r);
-  CUgraph graph = nullptr;
-  if ((r = cuStreamEndCapture(s, &graph)) != CUDA_SUCCESS) return fail("end capture", r);
-  CUgraphExec exec = nullptr;
-  if ((r = cuGraphInstantiateWithFlags(&exec, graph, 0)) != CUDA_SUCCESS) return fail("instantiate", r);
   constexpr int kReplays = 3;
-  for (int i = 0; i < kReplays; ++i)
-    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
-  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+  CUgraph graph = nullptr;
+  if (replayCapture(s, kReplays, &graph) != 0) return 1;
   size_t nodes = 0;
   if ((r = cuGraphGetNodes(graph, nullptr, &nodes)) != CUDA_SUCCESS) return fail("cuGraphGetNodes", r);
   value("a", a);
@@ -208,12 +212,7 @@ int cudnnProgram(CUfunction scale, CUstream s, CUdeviceptr a, uint32_t elements)
     return fail("begin capture", r);
   if (step() != 0) return 1;
   CUgraph graph = nullptr;
-  if ((r = cuStreamEndCapture(s, &graph)) != CUDA_SUCCESS) return fail("end capture", r);
-  CUgraphExec exec = nullptr;
-  if ((r = cuGraphInstantiateWithFlags(&exec, graph, 0)) != CUDA_SUCCESS) return fail("instantiate", r);
-  for (int i = 0; i < 3; ++i)
-    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
-  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+  if (replayCapture(s, 3, &graph) != 0) return 1;
   value("a", a);
   value("workspace", w);
   std::fflush(stdout);
@@ -245,12 +244,7 @@ int hiddenProgram(CUfunction aten_scale, CUfunction indirect, CUstream s, CUdevi
   if ((r = cuLaunchKernel(indirect, blocks, 1, 1, 256, 1, 1, 0, s, h3, nullptr)) != CUDA_SUCCESS)
     return fail("*holder *= 3", r);
   CUgraph graph = nullptr;
-  if ((r = cuStreamEndCapture(s, &graph)) != CUDA_SUCCESS) return fail("end capture", r);
-  CUgraphExec exec = nullptr;
-  if ((r = cuGraphInstantiateWithFlags(&exec, graph, 0)) != CUDA_SUCCESS) return fail("instantiate", r);
-  for (int i = 0; i < 3; ++i)
-    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
-  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+  if (replayCapture(s, 3, &graph) != 0) return 1;
   value("a", a);
   std::fflush(stdout);
   return 0;
@@ -401,14 +395,9 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   }
   if ((r = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL)) != CUDA_SUCCESS) return fail("begin capture", r);
   if (const int failed = work()) return failed;
-  CUgraph graph = nullptr;
-  if ((r = cuStreamEndCapture(s, &graph)) != CUDA_SUCCESS) return fail("end capture", r);
-  CUgraphExec exec = nullptr;
-  if ((r = cuGraphInstantiateWithFlags(&exec, graph, 0)) != CUDA_SUCCESS) return fail("instantiate", r);
   constexpr int kReplays = 3;
-  for (int i = 0; i < kReplays; ++i)
-    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
-  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+  CUgraph graph = nullptr;
+  if (replayCapture(s, kReplays, &graph) != 0) return 1;
   value("a", a);
   value("b", b);
   value("c", c);
@@ -460,14 +449,9 @@ int probeProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   const int64_t tail[] = {4, 4}, tail_strides[] = {4, 1};
   (void)probe("hidden/b_tail", reinterpret_cast<void*>(b + (elements - 16) * 4), 64, kFloat32, 2, tail, tail_strides, s);
   (void)probe("a/after_scale", reinterpret_cast<void*>(a), elements * 4, kFloat32, 2, square, square_strides, s);
-  CUgraph graph = nullptr;
-  if ((r = cuStreamEndCapture(s, &graph)) != CUDA_SUCCESS) return fail("end capture", r);
-  CUgraphExec exec = nullptr;
-  if ((r = cuGraphInstantiateWithFlags(&exec, graph, 0)) != CUDA_SUCCESS) return fail("instantiate", r);
   constexpr int kReplays = 3;
-  for (int i = 0; i < kReplays; ++i)
-    if ((r = cuGraphLaunch(exec, s)) != CUDA_SUCCESS) return fail("replay", r);
-  if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) return fail("synchronize", r);
+  CUgraph graph = nullptr;
+  if (replayCapture(s, kReplays, &graph) != 0) return 1;
   float host[16] = {};
   const int64_t sixteen[] = {16};
   value("rc_host_memory", static_cast<uint64_t>(probe("host", host, sizeof host, kFloat32, 1, sixteen, nullptr, s)));
