@@ -108,6 +108,8 @@ void describeKernel(KernelInfo* k, const char* probe_name = nullptr) {
       k->list_depth = lists.depth;
       k->list_inputs = lists.inputs;
     }
+    if (k->param_count == 1)
+      k->reduce_source = reduceSourceOffset(demangled, 1, kernels().layoutSizes()[k->layout_first]);
   }
 
   uint64_t name_blob = 0, layout_blob = 0;

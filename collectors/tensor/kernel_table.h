@@ -36,6 +36,9 @@ struct KernelInfo {
   // size is TensorListMetadata's.
   uint8_t list_depth = 0;
   uint8_t list_inputs = 0;
+  // ATen's reduce_kernel: the offset of ReduceOp's src word inside its one
+  // parameter (reduceSourceOffset); 0 none.
+  uint32_t reduce_source = 0;
   // 1: it writes only through the pointer words of its parameters
   // (writesThroughParameters, known_inputs.h); copies and sets too.
   uint8_t writes_seen = 0;

@@ -1,6 +1,7 @@
 #include "collectors/tensor/known_inputs.h"
 
 #include <bit>
+#include <cstring>
 #include <vector>
 
 #include "collectors/tensor/kernel_demangle.h"
@@ -164,6 +165,38 @@ ForeachLists foreachLists(std::string_view demangled) {
   return ForeachLists{static_cast<uint8_t>(depth), inputs};
 }
 
+uint32_t reduceSourceOffset(std::string_view demangled, uint32_t param_count, uint32_t param_size) {
+  // src, dst[2], acc_buf, cta_buf, semaphores, base_idx, then the flags'
+  // word: src is 8 words before the end; the struct holds at least the ops,
+  // ident, ReduceConfig and two OffsetCalculators before it.
+  constexpr uint32_t kSourceFromEnd = 64;
+  if (param_count != 1 || param_size < 4 * kSourceFromEnd || param_size % 8 != 0) return 0;
+  const name_parse::ParsedName p = name_parse::parseName(demangled);
+  if (!p.ok || !p.has_params || p.params.parts.size() != 1) return 0;
+  const std::vector<Nodes> scopes = name_parse::splitScopes(p.name);
+  if (scopes.size() != 3 || name_parse::scopeIdentifier(scopes[0]) != "at" ||
+      name_parse::scopeIdentifier(scopes[1]) != "native" ||
+      name_parse::scopeIdentifier(scopes[2]) != "reduce_kernel")
+    return 0;
+  const std::vector<Nodes> op = name_parse::splitScopes(p.params.parts[0]);
+  if (op.size() != 3 || name_parse::scopeIdentifier(op[0]) != "at" || name_parse::scopeIdentifier(op[1]) != "native" ||
+      name_parse::scopeIdentifier(op[2]) != "ReduceOp")
+    return 0;
+  return param_size - kSourceFromEnd;
+}
+
+bool reduceTailValid(const uint8_t* param, uint32_t param_size) {
+  if (param == nullptr || param_size < 64) return false;
+  const uint8_t* tail = param + param_size - 8;  // accumulate, final_output, padding, noutputs
+  int32_t outputs = 0;
+  std::memcpy(&outputs, tail + 4, sizeof outputs);
+  if (tail[0] > 1 || tail[1] > 1 || (outputs != 1 && outputs != 2)) return false;
+  uint64_t src = 0, dst0 = 0;
+  std::memcpy(&src, param + param_size - 64, sizeof src);
+  std::memcpy(&dst0, param + param_size - 56, sizeof dst0);
+  return src != 0 && src != dst0;
+}
+
 bool writesThroughParameters(std::string_view demangled) {
   for (std::string_view prefix : {std::string_view("triton_poi_"), std::string_view("triton_red_"),
                                   std::string_view("triton_per_")})
@@ -183,6 +216,7 @@ bool InputWords::holds(uint32_t offset) const {
     const uint32_t length = foreachListLength(lists.depth);
     if (word < lists.depth * length && (lists.inputs >> (word / length) & 1u) != 0) return true;
   }
+  if (source_offset != 0 && offset == source_offset) return true;
   for (uint64_t bits = const_params; bits != 0; bits &= bits - 1) {
     const uint32_t i = static_cast<uint32_t>(std::countr_zero(bits));
     if (i < param_count && offsets[i] == offset) return true;

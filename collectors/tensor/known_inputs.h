@@ -30,7 +30,15 @@
 //     that lists 0..R-1 are read and list I is written. The other read lists
 //     are inputs, when the parameter's size is the one that layout has
 //     (ATen's 110, 64, 48, 36, 30 tensors a list for D = 1..5).
-// For the last three, a range is a known input when every pointer word naming
+//   - ATen's reductions (reduce_kernel): their one parameter is a ReduceOp
+//     struct ending `const void* src; const char* dst[2]; void* acc_buf;
+//     void* cta_buf; int* semaphores; int64_t base_idx; bool accumulate;
+//     bool final_output; int noutputs;` (ATen/native/cuda/Reduce.cuh), so
+//     src is the word 64 bytes before its end. A launch's struct is trusted
+//     only when its last word reads as those flags (accumulate and
+//     final_output 0 or 1, noutputs 1 or 2) and src differs from dst[0]: a
+//     layout with padding after noutputs fails that and names no input.
+// For the last four, a range is a known input when every pointer word naming
 // it is an input word.
 // Either way a known input that overlaps another range of the launch (an
 // in-place op: the output is an input too) is not one.
@@ -105,6 +113,14 @@ ForeachLists foreachLists(std::string_view demangled);
 uint32_t foreachMetadataBytes(uint32_t depth);
 uint32_t foreachListLength(uint32_t depth);
 
+// The offset, inside ATen's reduce_kernel's one ReduceOp parameter of
+// `param_size` bytes, of its `src` word, or 0 when the name is not such a
+// kernel's or the size is too small for the struct.
+uint32_t reduceSourceOffset(std::string_view demangled, uint32_t param_count, uint32_t param_size);
+// Whether one launch's ReduceOp bytes (`param_size` of them) end as
+// reduceSourceOffset's layout says (see above).
+bool reduceTailValid(const uint8_t* param, uint32_t param_size);
+
 // Whether a kernel, by its demangled name, writes only through pointer words
 // of its parameters (see above): ATen's kernels (scope `at::` or `c10::`)
 // and Inductor's triton_poi_, triton_red_ and triton_per_ kernels.
@@ -119,8 +135,9 @@ struct InputWords {
   uint32_t param_count = 0;
   uint32_t lists_offset = 0;  // a foreach kernel's address lists
   ForeachLists lists;
+  uint32_t source_offset = 0;  // a reduction's src word (reduceSourceOffset); 0: none
 
-  bool any() const { return data_size >= 16 || const_params != 0 || lists.inputs != 0; }
+  bool any() const { return data_size >= 16 || const_params != 0 || lists.inputs != 0 || source_offset != 0; }
   // Whether the 8-byte word at `offset` of the parameters is an input word.
   bool holds(uint32_t offset) const;
 };

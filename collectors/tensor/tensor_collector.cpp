@@ -394,7 +394,8 @@ bool probeLaunch(const KernelLaunch& launch) {
   // pointer words were all kept.
   const LibraryOperands& operands = libraryOperands();
   if (sel.capture.captured && scan.pointer_count < limits.max_pointers &&
-      (operands.depth != 0 || k->data_array != 0 || k->const_params != 0 || k->list_inputs != 0)) {
+      (operands.depth != 0 || k->data_array != 0 || k->const_params != 0 || k->list_inputs != 0 ||
+       k->reduce_source != 0)) {
     InputWords words;
     if (launch.params != nullptr && k->param_count != 0) {
       if (k->data_array != 0) {
@@ -407,6 +408,12 @@ bool probeLaunch(const KernelLaunch& launch) {
       if (k->list_inputs != 0) {
         words.lists_offset = words.offsets[0];
         words.lists = ForeachLists{k->list_depth, k->list_inputs};
+      }
+      if (k->reduce_source != 0) {
+        const uint32_t at = words.offsets[0], size = kernels().layoutSizes()[k->layout_first];
+        if (static_cast<uint64_t>(at) + size <= params_bytes &&
+            reduceTailValid(static_cast<const uint8_t*>(sc->params) + at, size))
+          words.source_offset = at + k->reduce_source;
       }
     }
     markKnownInputs(scan.ranges, scan.range_count, scan.pointers, scan.pointer_count,

@@ -874,8 +874,9 @@ TEST_F(TensorPipeline, AKernelThatMayWriteThroughHiddenPointersWaitsForPendingFi
 
 // Known inputs (known_inputs.h): ATen's add reads its data array's inputs,
 // a GEMM made inside cuBLAS (through a library opened RTLD_LOCAL, as torch
-// is) reads A and B, a kernel whose name says `float const*` reads that, and
-// ATen's foreach add reads its second list. In the capture, a known input that an earlier node
+// is) reads A and B, a kernel whose name says `float const*` reads that,
+// ATen's foreach add reads its second list and ATen's reduction its
+// ReduceOp's src. In the capture, a known input that an earlier node
 // fingerprinted and nothing wrote since names that node's observation
 // instead of being fingerprinted again; eager launches and reuse=off
 // fingerprint everything. The program's steps: reuseProgram.
@@ -890,10 +891,10 @@ TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameByt
     ASSERT_TRUE(b.has_trailer);
     std::vector<const bundle::TensorSite*> eager, captured;
     for (const auto& site : b.sites) (site.capture() > 0 ? captured : eager).push_back(&site);
-    ASSERT_EQ(eager.size(), 7u);
-    ASSERT_EQ(captured.size(), 7u);
+    ASSERT_EQ(eager.size(), 8u);
+    ASSERT_EQ(captured.size(), 8u);
     const uint64_t a = run.values.at("a"), bb = run.values.at("b"), c = run.values.at("c"), d = run.values.at("d"),
-                   e = run.values.at("e");
+                   e = run.values.at("e"), f = run.values.at("f");
     // The range of `site` starting at `ptr`.
     const auto range = [](const bundle::TensorSite* site, uint64_t ptr) -> const bundle::TensorRange* {
       for (const auto& r : site->ranges())
@@ -915,7 +916,7 @@ TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameByt
     };
     const Want wants[] = {{0, a, -1}, {1, c, -1}, {1, a, 0},  {1, bb, -1}, {2, c, 1},  {2, bb, 1},
                           {2, d, -1}, {3, bb, -1}, {4, c, -1}, {4, bb, 3},  {4, a, -1},
-                          {5, c, 4},  {5, e, -1}, {6, c, 4},  {6, e, -1}};
+                          {5, c, 4},  {5, e, -1}, {6, c, 4},  {6, e, -1}, {7, c, 4}, {7, f, -1}};
     for (const Want& w : wants) {
       SCOPED_TRACE("captured site " + std::to_string(w.site) + " ptr " + std::to_string(w.ptr));
       const bundle::TensorRange* r = range(captured[w.site], w.ptr);
@@ -943,7 +944,7 @@ TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameByt
     ASSERT_FALSE(b.counters.empty());
     const auto& counted = b.counters.back().skipped();
     const auto counter = [&](const char* name) { return counted.count(name) ? counted.at(name) : 0u; };
-    EXPECT_EQ(counter("ranges_reused"), reuse ? 6u : 0u);
+    EXPECT_EQ(counter("ranges_reused"), reuse ? 7u : 0u);
     EXPECT_EQ(counter("overlap_failed"), 0u);
     // Known inputs are no writes whether reused or not: b *= 3 waits for the
     // newest pending node that reads b (step 1's with reuse, the GEMM's

@@ -306,6 +306,31 @@ void foreachAddBody(void* const* params, const uint32_t*, const uint32_t*, void*
   for (int64_t i = 0; i < meta->numel_for_tensor[0]; ++i) x[i] += alpha * y[i];
 }
 
+// ATen's reduction for a sum: reduce_kernel<512, 1, ReduceOp<float, SumOps<
+// float>, unsigned int, float, 4, 4>>(ReduceOp<...>), one struct parameter
+// ending as ATen's does (known_inputs.h); its head here holds the count.
+constexpr const char* kAtenSum = "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_6SumOpsIfEEjfLi4ELi4EEEEEvT1_";
+struct FakeReduceOp {
+  int64_t elements;
+  char head[440];
+  const void* src;
+  const char* dst[2];
+  void* acc_buf;
+  void* cta_buf;
+  int* semaphores;
+  int64_t base_idx;
+  bool accumulate;
+  bool final_output;
+  int noutputs;
+};
+static_assert(sizeof(FakeReduceOp) == 512);
+void sumBody(void* const* params, const uint32_t*, const uint32_t*, void*) {
+  const auto* op = static_cast<const FakeReduceOp*>(params[0]);
+  float total = 0;
+  for (int64_t i = 0; i < op->elements; ++i) total += static_cast<const float*>(op->src)[i];
+  *reinterpret_cast<float*>(const_cast<char*>(op->dst[0])) = total;
+}
+
 struct FakeGemm {  // fake_cublas.cpp's handle
   CUfunction kernel;
   CUstream stream;
@@ -324,11 +349,13 @@ struct FakeGemm {  // fake_cublas.cpp's handle
 //                                  fingerprinted again
 //   5 e = twice(c) (float const* c) c reuses 4's
 //   6 e += c (ATen's foreach add)  c reuses 4's, e (written) is fingerprinted
-// The same seven eagerly first (nothing reused there). Three replays.
+//   7 f = sum(c) (ATen's reduction) c reuses 4's, f is fingerprinted
+// The same eight eagerly first (nothing reused there). Three replays.
 int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements) {
   CUresult r;
-  CUdeviceptr c = 0, d = 0, e = 0;
+  CUdeviceptr c = 0, d = 0, e = 0, f = 0;
   if ((r = cuMemAlloc_v2(&c, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc c", r);
+  if ((r = cuMemAlloc_v2(&f, 256)) != CUDA_SUCCESS) return fail("cuMemAlloc f", r);
   if ((r = cuMemAlloc_v2(&d, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc d", r);
   if ((r = cuMemAlloc_v2(&e, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc e", r);
   const uint32_t twice_offsets[] = {0, 8, 16}, twice_sizes[] = {8, 8, 4};
@@ -337,6 +364,9 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   const uint32_t foreach_offsets[] = {0, 3144, 3145, 3148}, foreach_sizes[] = {3144, 1, 1, 4};
   auto* foreach_add = static_cast<CUfunction>(fake_cuda_make_kernel_params(kForeachAdd, 2, 4, foreach_offsets, foreach_sizes));
   fake_cuda_set_kernel_body(foreach_add, foreachAddBody, nullptr);
+  const uint32_t sum_offsets[] = {0}, sum_sizes[] = {sizeof(FakeReduceOp)};
+  auto* sum = static_cast<CUfunction>(fake_cuda_make_kernel_params(kAtenSum, 2, 1, sum_offsets, sum_sizes));
+  fake_cuda_set_kernel_body(sum, sumBody, nullptr);
   const uint32_t add_offsets[] = {0, 4, 8}, add_sizes[] = {4, 1, 24};
   auto* add = static_cast<CUfunction>(fake_cuda_make_kernel_params(kAtenAdd, 2, 3, add_offsets, add_sizes));
   fake_cuda_set_kernel_body(add, addBody, nullptr);
@@ -371,6 +401,13 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   char plus = 0;
   float one = 1.0f;
   void* foreach_ec[] = {&lists, &functor, &plus, &one};
+  FakeReduceOp sum_c{};
+  sum_c.elements = n;
+  sum_c.src = reinterpret_cast<const void*>(c);
+  sum_c.dst[0] = reinterpret_cast<const char*>(f);
+  sum_c.final_output = true;
+  sum_c.noutputs = 1;
+  void* sum_cf[] = {&sum_c};
   const uint32_t blocks = elements / 256;
   const auto work = [&]() -> int {
     if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, a2, nullptr)) != CUDA_SUCCESS) return fail("a *= 2", r);
@@ -386,6 +423,7 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
     if ((r = cuLaunchKernel(twice, blocks, 1, 1, 256, 1, 1, 0, s, twice_c, nullptr)) != CUDA_SUCCESS) return fail("e = 2 c", r);
     if ((r = cuLaunchKernel(foreach_add, blocks, 1, 1, 256, 1, 1, 0, s, foreach_ec, nullptr)) != CUDA_SUCCESS)
       return fail("e += c", r);
+    if ((r = cuLaunchKernel(sum, 1, 1, 1, 256, 1, 1, 0, s, sum_cf, nullptr)) != CUDA_SUCCESS) return fail("f = sum(c)", r);
     return 0;
   };
   if (const int failed = work()) return failed;
@@ -403,6 +441,7 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   value("c", c);
   value("d", d);
   value("e", e);
+  value("f", f);
   value("replays", kReplays);
   std::fflush(stdout);
   return 0;

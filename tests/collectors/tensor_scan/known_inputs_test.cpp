@@ -3,6 +3,7 @@
 // fingerprints a capture may reuse.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -332,6 +333,71 @@ TEST(MarkKnownInputs, AForeachKernelsInputListsOnly) {
   // A tensor in an input list and in the written one (addcmul_(x, x, y)).
   l.word(16, 3);  // list 0's third word names grads[1]
   EXPECT_EQ(l.known(nullptr, words), (std::vector<bool>{false, false, true, false, false}));
+}
+
+// ATen's sum over a dimension (torch 2.11, a 664-byte ReduceOp).
+constexpr const char* kSumKernel =
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+    "at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
+    "unsigned int, float, 4, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+    "at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
+    "unsigned int, float, 4, 4>)";
+
+TEST(ReduceSourceOffset, ReduceOpsSourceIsEightWordsBeforeItsEnd) {
+  EXPECT_EQ(reduceSourceOffset(kSumKernel, 1, 664), 600u);
+  EXPECT_EQ(reduceSourceOffset(demangle("_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_6SumOpsIfEEjfLi4ELi4EEEEEvT1_"), 1,
+                               512),
+            448u);
+  // Not the one ReduceOp parameter this layout is about.
+  EXPECT_EQ(reduceSourceOffset(kSumKernel, 2, 664), 0u);
+  EXPECT_EQ(reduceSourceOffset(kSumKernel, 1, 100), 0u);
+  EXPECT_EQ(reduceSourceOffset(kSumKernel, 1, 660), 0u);
+  EXPECT_EQ(reduceSourceOffset("void at::native::reduce_kernel<512, 1, Other>(Other)", 1, 664), 0u);
+  EXPECT_EQ(reduceSourceOffset("void mine::reduce_kernel<512, 1, at::native::ReduceOp<float> >(at::native::ReduceOp<float>)",
+                               1, 664),
+            0u);
+  EXPECT_EQ(reduceSourceOffset("void at::native::vectorized_elementwise_kernel<4, F, std::array<char*, 2ul> >(int, F, "
+                               "std::array<char*, 2ul>)",
+                               1, 664),
+            0u);
+}
+
+// The end of a ReduceOp: src, dst[2], acc_buf, cta_buf, semaphores,
+// base_idx, accumulate, final_output, noutputs.
+std::vector<uint8_t> reduceTail(uint64_t src, uint64_t dst0, uint8_t accumulate, uint8_t final_output,
+                                int32_t outputs) {
+  std::vector<uint8_t> p(256, 0xab);
+  const uint64_t words[] = {src, dst0, 0, 0, 0, 0, 0};
+  std::memcpy(p.data() + 256 - 64, words, sizeof words);
+  p[248] = accumulate;
+  p[249] = final_output;
+  std::memcpy(p.data() + 252, &outputs, 4);
+  return p;
+}
+
+TEST(ReduceSourceOffset, ALaunchsTailMustReadAsReduceOpsFlags) {
+  EXPECT_TRUE(reduceTailValid(reduceTail(0x1000, 0x2000, 0, 1, 1).data(), 256));
+  EXPECT_TRUE(reduceTailValid(reduceTail(0x1000, 0x2000, 1, 0, 2).data(), 256));
+  EXPECT_FALSE(reduceTailValid(reduceTail(0x1000, 0x2000, 2, 1, 1).data(), 256));  // not a bool
+  EXPECT_FALSE(reduceTailValid(reduceTail(0x1000, 0x2000, 0, 7, 1).data(), 256));
+  EXPECT_FALSE(reduceTailValid(reduceTail(0x1000, 0x2000, 0, 1, 0).data(), 256));  // no outputs
+  EXPECT_FALSE(reduceTailValid(reduceTail(0x1000, 0x2000, 0, 1, 3).data(), 256));
+  EXPECT_FALSE(reduceTailValid(reduceTail(0x1000, 0x1000, 0, 1, 1).data(), 256));  // src is the output
+  EXPECT_FALSE(reduceTailValid(reduceTail(0, 0x2000, 0, 1, 1).data(), 256));
+  EXPECT_FALSE(reduceTailValid(nullptr, 256));
+  EXPECT_FALSE(reduceTailValid(reduceTail(0x1000, 0x2000, 0, 1, 1).data(), 32));
+}
+
+TEST(MarkKnownInputs, AReductionsSourceWordOnly) {
+  InputWords words;
+  words.source_offset = 448;
+  Launch l;
+  l.range(0x1000, 256, 448);  // src
+  l.range(0x2000, 256, 456);  // dst[0]
+  l.range(0x3000, 256, 472);  // acc_buf
+  EXPECT_EQ(l.known(nullptr, words), (std::vector<bool>{true, false, false}));
+  l.word(480, 0);  // cta_buf naming src's allocation too: written
+  EXPECT_EQ(l.known(nullptr, words), (std::vector<bool>{false, false, false}));
 }
 
 TEST(WritesThroughParameters, AtensAndInductorsPlainKernelsOnly) {
