@@ -26,7 +26,7 @@
 //   - one whose parameters were not all scanned, a kernel that may write
 //     through more than its parameter words (one tcgd does not know to
 //     write only through them: cuDNN's, CUTLASS's, NCCL's, which may write
-//     through a TMA descriptor or a pointer held in device memory;
+//     through a pointer or a TMA descriptor held in device memory;
 //     known_inputs.h), and any other work tcgd sees on the stream (a launch
 //     that is not probed, a graph launched into the capture) gets an edge
 //     from the newest pending node: it waits for them all, as it would have
@@ -102,7 +102,7 @@ struct PendingTable {
 // What a piece of captured work may write: its ranges, each from its
 // allocation's start to its end, and a library call's declared outputs
 // (`also`: [start, end) pairs, whole allocations: a kernel may reach them
-// through a TMA descriptor rather than a pointer word). `complete`: every
+// through a pointer held in device memory rather than a parameter word). `complete`: every
 // pointer word was looked at (no argument left out by the rule, none
 // dropped for lack of room) and the work writes through nothing else
 // (known_inputs.h: a kernel whose writes are seen); otherwise it may write

@@ -63,8 +63,8 @@
 // and sets (their destination) and, for the kernels of an interposed library
 // call, for the call's outputs (each forgotten from its allocation's start
 // to its end). Any other kernel (cuDNN's, CUTLASS's, NCCL's, a Triton
-// template's) may write through a TMA descriptor or a pointer in device
-// memory that no parameter word shows: after it the table is emptied.
+// template's) may write through a pointer or a TMA descriptor held in
+// device memory that no parameter word shows: after it the table is emptied.
 //
 // What this cannot see is what the overlap of fingerprint nodes cannot see
 // either: a kernel that writes through a pointer read from device memory

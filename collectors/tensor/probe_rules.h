@@ -150,9 +150,11 @@ struct ProbeRule {
   // collectors/tensor/capture_overlap.h), or stays in the stream's order.
   bool overlap = true;
   // overlap-depth=N: how many of a stream's captured fingerprint nodes may
-  // be pending beside it at once (1 to 16; 8): past it the oldest joins the
+  // be pending beside it at once (1 to 16; 2): past it the oldest joins the
   // stream (capture_overlap.h). 1: a node runs beside one kernel only.
-  uint32_t overlap_depth = 8;
+  // Deeper is slower on a GPU-bound step: pending nodes take SMs and memory
+  // bandwidth from the kernels they run beside (docs/performance.md).
+  uint32_t overlap_depth = 2;
   // reuse=on|off (fingerprint only): whether a known input of a captured
   // launch that nothing captured since could have written reuses the
   // earlier node's fingerprint instead of being fingerprinted again (on;

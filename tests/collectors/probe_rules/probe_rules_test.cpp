@@ -155,7 +155,7 @@ TEST(ProbeRules, WhatEngineersType) {
     const ProbeRule p = parse("fingerprint:reuse=off").rules.at(0);
     EXPECT_FALSE(p.reuse);
     EXPECT_TRUE(p.overlap);
-    EXPECT_EQ(p.overlap_depth, 8u);  // eight fingerprint nodes of a stream may be pending at once
+    EXPECT_EQ(p.overlap_depth, 2u);  // two fingerprint nodes of a stream may be pending at once
   }
   {
     const ProbeRule p = parse("fingerprint:overlap-depth=1").rules.at(0);

@@ -805,7 +805,8 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
     const char* mode;
     uint64_t joins;
   };
-  for (const Case c : {Case{"fingerprint", "lane", 2}, Case{"fingerprint:overlap-depth=1", "lane", 3},
+  for (const Case c : {Case{"fingerprint", "lane", 2}, Case{"fingerprint:overlap-depth=8", "lane", 2},
+                       Case{"fingerprint:overlap-depth=1", "lane", 3},
                        Case{"fingerprint:overlap=off", "lane", 0}, Case{"fingerprint", "lane-opaque", 3}}) {
     const char* rules = c.rules;
     SCOPED_TRACE(std::string(rules) + " " + c.mode);
@@ -881,9 +882,11 @@ TEST_F(TensorPipeline, AKernelThatMayWriteThroughHiddenPointersWaitsForPendingFi
 // instead of being fingerprinted again; eager launches and reuse=off
 // fingerprint everything. The program's steps: reuseProgram.
 TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameBytes) {
-  for (const char* rules : {"fingerprint", "fingerprint:reuse=off"}) {
+  // Eight nodes deep, so that every join below comes from a write, none
+  // from the depth.
+  for (const char* rules : {"fingerprint:overlap-depth=8", "fingerprint:overlap-depth=8,reuse=off"}) {
     SCOPED_TRACE(rules);
-    const bool reuse = std::string(rules) == "fingerprint";
+    const bool reuse = std::string(rules) == "fingerprint:overlap-depth=8";
     TempDir dir;
     const ProgramRun run = runUnderAgent(dir, rules, "reuse", {"FAKE_CUDA_GRAPH_ORDER=latest"});
     ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
