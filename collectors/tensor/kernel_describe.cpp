@@ -102,6 +102,10 @@ void describeKernel(KernelInfo* k, const char* probe_name = nullptr) {
     if (data >= 0 && static_cast<uint32_t>(data) < k->param_count) k->data_array = static_cast<uint16_t>(data + 1);
     k->const_params = constPointerParams(demangled, k->param_count);
     k->writes_seen = writesThroughParameters(demangled) ? 1 : 0;
+    const uint32_t layout_depth = foreachMetadataDepth(demangled);
+    if (layout_depth != 0 && k->param_count >= 1 &&
+        kernels().layoutSizes()[k->layout_first] == foreachMetadataBytes(layout_depth))
+      k->list_layout = static_cast<uint8_t>(layout_depth);
     const ForeachLists lists = foreachLists(demangled);
     if (lists.depth != 0 && k->param_count >= 2 &&
         kernels().layoutSizes()[k->layout_first] == foreachMetadataBytes(lists.depth)) {

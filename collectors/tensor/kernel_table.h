@@ -36,6 +36,11 @@ struct KernelInfo {
   // size is TensorListMetadata's.
   uint8_t list_depth = 0;
   uint8_t list_inputs = 0;
+  // The depth of a foreach kernel's TensorListMetadata in parameter 0
+  // (foreachMetadataDepth), when the parameter's size is that layout's,
+  // whatever its functor: only the address words of the tensors a launch
+  // uses are scanned (foreachTensorsUsed). 0 none.
+  uint8_t list_layout = 0;
   // ATen's reduce_kernel: the offset of ReduceOp's src word inside its one
   // parameter (reduceSourceOffset); 0 none.
   uint32_t reduce_source = 0;

@@ -1,5 +1,6 @@
 #include "collectors/tensor/known_inputs.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <vector>
@@ -128,24 +129,55 @@ uint32_t foreachMetadataBytes(uint32_t depth) {
   return (bytes + 7) / 8 * 8;
 }
 
-ForeachLists foreachLists(std::string_view demangled) {
-  const name_parse::ParsedName p = name_parse::parseName(demangled);
-  if (!p.ok || !p.has_params || p.params.parts.size() < 2) return {};
+namespace {
+
+// Parameter 0 of ATen's multi_tensor_apply_kernel: at::native::(anonymous
+// namespace)::TensorListMetadata<D>; D, or 0.
+int64_t metadataDepth(const name_parse::ParsedName& p) {
+  if (!p.ok || !p.has_params || p.params.parts.size() < 2) return 0;
   const std::vector<Nodes> scopes = name_parse::splitScopes(p.name);
   if (scopes.size() != 4 || name_parse::scopeIdentifier(scopes[0]) != "at" ||
       name_parse::scopeIdentifier(scopes[1]) != "native" ||
       name_parse::scopeIdentifier(scopes[3]) != "multi_tensor_apply_kernel")
-    return {};
-  // Parameter 0: at::native::(anonymous namespace)::TensorListMetadata<D>.
+    return 0;
   const Nodes& meta = p.params.parts[0];
   const std::vector<Nodes> meta_scopes = name_parse::splitScopes(meta);
   if (meta_scopes.size() != 4 || name_parse::scopeIdentifier(meta_scopes[0]) != "at" ||
       name_parse::scopeIdentifier(meta_scopes[1]) != "native" ||
       name_parse::scopeIdentifier(meta_scopes[3]) != "TensorListMetadata" || meta.back().open != '<' ||
       meta.back().parts.size() != 1)
-    return {};
+    return 0;
   const int64_t depth = integerText(partText(meta.back().parts[0]));
-  if (depth < 1 || depth > 5) return {};
+  return depth >= 1 && depth <= 5 ? depth : 0;
+}
+
+}  // namespace
+
+uint32_t foreachMetadataDepth(std::string_view demangled) {
+  return static_cast<uint32_t>(metadataDepth(name_parse::parseName(demangled)));
+}
+
+uint32_t foreachTensorsUsed(const uint8_t* metadata, uint32_t depth, uint32_t blocks) {
+  constexpr uint32_t kMaxBlocks = 320;  // ATen's depth_to_max_blocks
+  const uint32_t length = foreachListLength(depth);
+  if (metadata == nullptr || length == 0 || blocks == 0 || blocks > kMaxBlocks) return 0;
+  const uint8_t* numel = metadata + size_t{depth} * length * 8;
+  const uint8_t* block_to_tensor = numel + size_t{length} * 8;
+  uint32_t used = 0;
+  for (uint32_t b = 0; b < blocks; ++b) used = std::max<uint32_t>(used, block_to_tensor[b] + 1u);
+  if (used > length) return 0;
+  for (uint32_t t = 0; t < used; ++t) {
+    int64_t n = 0;
+    std::memcpy(&n, numel + size_t{t} * 8, sizeof n);
+    if (n <= 0) return 0;
+  }
+  return used;
+}
+
+ForeachLists foreachLists(std::string_view demangled) {
+  const name_parse::ParsedName p = name_parse::parseName(demangled);
+  const int64_t depth = metadataDepth(p);
+  if (depth == 0) return {};
   // Parameter 1: the functor, its template arguments ending <..., D, R, I>.
   const Nodes& functor = p.params.parts[1];
   const std::vector<Nodes> functor_scopes = name_parse::splitScopes(functor);

@@ -108,10 +108,24 @@ struct ForeachLists {
   uint8_t inputs = 0;
 };
 ForeachLists foreachLists(std::string_view demangled);
+// The depth D of a foreach kernel's TensorListMetadata<D> (parameter 0:
+// ATen's multi_tensor_apply_kernel), whatever its functor; 0 for another
+// kernel.
+uint32_t foreachMetadataDepth(std::string_view demangled);
 // The size of ATen's TensorListMetadata<depth> (0 for another depth), and
 // how many tensors each of its lists holds.
 uint32_t foreachMetadataBytes(uint32_t depth);
 uint32_t foreachListLength(uint32_t depth);
+// How many tensors of its lists one foreach launch works on: ATen fills the
+// first ones (a tensor in each of the D lists, its numel, then one block per
+// chunk of it: block_to_tensor[b] is the tensor of block b) and launches a
+// block per entry of block_to_tensor it filled (a 1-D grid of `blocks`). The
+// struct is a stack variable that ATen never clears, so the slots past them
+// hold what an earlier launch, or anything before, left there: addresses of
+// tensors this launch does not touch. 1 + the largest block_to_tensor of the
+// launch's blocks; 0 when the bytes do not read as that layout (more blocks
+// than it holds, an index past the list, a used tensor of no elements).
+uint32_t foreachTensorsUsed(const uint8_t* metadata, uint32_t depth, uint32_t blocks);
 
 // The offset, inside ATen's reduce_kernel's one ReduceOp parameter of
 // `param_size` bytes, of its `src` word, or 0 when the name is not such a

@@ -376,9 +376,20 @@ bool probeLaunch(const KernelLaunch& launch) {
   if (k->param_count != 0 && launch.params != nullptr) {
     for (uint32_t i = 0; i < k->param_count; ++i) {
       if (!r.argSelected(i)) continue;
-      scanParameter(sc->params, kernels().layoutOffsets()[k->layout_first + i],
-                    kernels().layoutSizes()[k->layout_first + i], static_cast<int16_t>(i), dtype,
-                    maps, limits, &scan);
+      const uint32_t offset = kernels().layoutOffsets()[k->layout_first + i];
+      // A foreach kernel's lists: the addresses of the tensors it works on,
+      // not the stale slots after them (foreachTensorsUsed).
+      const uint32_t used = i == 0 && k->list_layout != 0 && launch.grid[1] == 1 && launch.grid[2] == 1
+                                ? foreachTensorsUsed(sc->params + offset, k->list_layout, launch.grid[0])
+                                : 0;
+      if (used != 0) {
+        const uint32_t list_bytes = foreachListLength(k->list_layout) * 8;
+        for (uint32_t l = 0; l < k->list_layout; ++l)
+          scanParameter(sc->params, offset + l * list_bytes, used * 8, 0, dtype, maps, limits, &scan);
+        continue;
+      }
+      scanParameter(sc->params, offset, kernels().layoutSizes()[k->layout_first + i], static_cast<int16_t>(i),
+                    dtype, maps, limits, &scan);
     }
   } else {
     scanParameter(sc->params, 0, params_bytes, 0, dtype, maps, limits, &scan);

@@ -911,6 +911,10 @@ TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameByt
     };
     for (const auto* site : eager)
       for (const auto& r : site->ranges()) EXPECT_EQ(r.reuse_site(), 0u) << "eager site " << site->site();
+    // The foreach launch's stale slot (a) names no range, eager or captured.
+    EXPECT_EQ(range(eager[6], a), nullptr);
+    EXPECT_EQ(range(captured[6], a), nullptr);
+    EXPECT_EQ(captured[6]->ranges().size(), 2u);
     // site index, pointer, the site index it reuses (-1: fingerprinted there).
     struct Want {
       size_t site;

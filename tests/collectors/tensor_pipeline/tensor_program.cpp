@@ -348,7 +348,8 @@ struct FakeGemm {  // fake_cublas.cpp's handle
 //   4 c = b + a   (ATen's add)     b reuses 3's (written there), a is
 //                                  fingerprinted again
 //   5 e = twice(c) (float const* c) c reuses 4's
-//   6 e += c (ATen's foreach add)  c reuses 4's, e (written) is fingerprinted
+//   6 e += c (ATen's foreach add)  c reuses 4's, e (written) is fingerprinted;
+//                                  a, in a slot past the used tensor, is no range
 //   7 f = sum(c) (ATen's reduction) c reuses 4's, f is fingerprinted
 // The same eight eagerly first (nothing reused there). Three replays.
 int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements) {
@@ -398,6 +399,9 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   lists.addresses[0][0] = reinterpret_cast<const void*>(e);
   lists.addresses[1][0] = reinterpret_cast<const void*>(c);
   lists.numel_for_tensor[0] = n;
+  // A stale slot after the one tensor the launch uses, as ATen's uncleared
+  // struct holds: tcgd must not take it for an argument.
+  lists.addresses[0][1] = reinterpret_cast<const void*>(a);
   char plus = 0;
   float one = 1.0f;
   void* foreach_ec[] = {&lists, &functor, &plus, &one};

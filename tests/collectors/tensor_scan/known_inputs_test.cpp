@@ -315,6 +315,52 @@ TEST(ForeachLists, TheMetadataLayoutsSize) {
   EXPECT_EQ(foreachMetadataBytes(6), 0u);
 }
 
+// ATen's TensorListMetadata<2>: 3144 bytes.
+struct Metadata2 {
+  const void* addresses[2][64];
+  int64_t numel_for_tensor[64];
+  unsigned char block_to_tensor[320];
+  int block_to_chunk[320];
+  int start_tensor_this_launch;
+};
+static_assert(sizeof(Metadata2) == 3144);
+
+TEST(ForeachTensorsUsed, TheBlocksTensorsNotTheStaleSlots) {
+  Metadata2 m;
+  std::memset(&m, 0xee, sizeof m);  // ATen never clears it
+  m.numel_for_tensor[0] = 100000;
+  m.numel_for_tensor[1] = 10;
+  m.numel_for_tensor[2] = 70000;
+  const unsigned char blocks[] = {0, 0, 1, 2, 2};
+  std::memcpy(m.block_to_tensor, blocks, sizeof blocks);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&m);
+  EXPECT_EQ(foreachTensorsUsed(bytes, 2, 5), 3u);
+  EXPECT_EQ(foreachTensorsUsed(bytes, 2, 2), 1u);  // a launch of the first tensor's two chunks
+  EXPECT_EQ(foreachTensorsUsed(bytes, 2, 6), 0u);  // block 5's 0xee: past the 64 tensors of a list
+  EXPECT_EQ(foreachTensorsUsed(bytes, 2, 0), 0u);
+  EXPECT_EQ(foreachTensorsUsed(bytes, 2, 321), 0u);
+  EXPECT_EQ(foreachTensorsUsed(bytes, 6, 5), 0u);
+  EXPECT_EQ(foreachTensorsUsed(nullptr, 2, 5), 0u);
+  m.numel_for_tensor[1] = 0;  // a used tensor of no elements: not this layout
+  EXPECT_EQ(foreachTensorsUsed(bytes, 2, 5), 0u);
+}
+
+TEST(ForeachTensorsUsed, TheMetadatasDepthWhateverTheFunctor) {
+  EXPECT_EQ(foreachMetadataDepth("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::"
+                                 "(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::"
+                                 "FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, float*, double, "
+                                 "double, double, double, double, bool, float const*, float const*>(at::native::"
+                                 "(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::"
+                                 "FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, float*, double, "
+                                 "double, double, double, double, bool, float const*, float const*)"),
+            4u);
+  EXPECT_EQ(foreachMetadataDepth("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::"
+                                 "(anonymous namespace)::TensorListScalarListMetadata<float, 1>, F>(at::native::"
+                                 "(anonymous namespace)::TensorListScalarListMetadata<float, 1>, F)"),
+            0u);
+  EXPECT_EQ(foreachMetadataDepth("void scale<float>(float*, float)"), 0u);
+}
+
 TEST(MarkKnownInputs, AForeachKernelsInputListsOnly) {
   // addcmul_(exp_avg_sqs, grads, grads): TensorListMetadata<3> at 0, 48
   // tensors a list; two tensors each.
