@@ -102,6 +102,11 @@ void describeKernel(KernelInfo* k, const char* probe_name = nullptr) {
     if (data >= 0 && static_cast<uint32_t>(data) < k->param_count) k->data_array = static_cast<uint16_t>(data + 1);
     k->const_params = constPointerParams(demangled, k->param_count);
     k->writes_seen = writesThroughParameters(demangled) ? 1 : 0;
+    if (k->param_count == 2) {
+      const LegacyLambda legacy = legacyElementwiseLambda(demangled, 2, kernels().layoutSizes()[k->layout_first + 1]);
+      k->legacy_data = legacy.data_offset;
+      k->legacy_tensors = legacy.tensors;
+    }
     const uint32_t layout_depth = foreachMetadataDepth(demangled);
     if (layout_depth != 0 && k->param_count >= 1 &&
         kernels().layoutSizes()[k->layout_first] == foreachMetadataBytes(layout_depth))

@@ -41,6 +41,10 @@ struct KernelInfo {
   // whatever its functor: only the address words of the tensors a launch
   // uses are scanned (foreachTensorsUsed). 0 none.
   uint8_t list_layout = 0;
+  // ATen's legacy elementwise lambda in parameter 1 (legacyElementwiseLambda):
+  // its data array's offset inside the lambda and its tensors (0 none).
+  uint16_t legacy_data = 0;
+  uint8_t legacy_tensors = 0;
   // ATen's reduce_kernel: the offset of ReduceOp's src word inside its one
   // parameter (reduceSourceOffset); 0 none.
   uint32_t reduce_source = 0;

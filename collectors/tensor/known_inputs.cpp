@@ -91,6 +91,42 @@ int16_t atenDataParam(std::string_view demangled) {
   return found;
 }
 
+LegacyLambda legacyElementwiseLambda(std::string_view demangled, uint32_t param_count, uint32_t lambda_size) {
+  constexpr uint32_t kMaxDims = 25;  // ATen's MAX_DIMS on CUDA
+  constexpr uint32_t kMaxFunctorBytes = 64;
+  if (param_count != 2) return {};
+  const name_parse::ParsedName p = name_parse::parseName(demangled);
+  if (!p.ok || !p.has_params || p.params.parts.size() != 2) return {};
+  const std::vector<Nodes> scopes = name_parse::splitScopes(p.name);
+  if (scopes.size() != 3 || name_parse::scopeIdentifier(scopes[0]) != "at" ||
+      name_parse::scopeIdentifier(scopes[1]) != "native" ||
+      name_parse::scopeIdentifier(scopes[2]) != "elementwise_kernel")
+    return {};
+  const std::string_view lambda = partText(p.params.parts[1]);
+  constexpr std::string_view kPrefix = "at::native::gpu_kernel_impl_nocast<";
+  constexpr std::string_view kSuffix = "::{lambda(int)#1}";
+  if (lambda.size() <= kPrefix.size() + kSuffix.size() || lambda.substr(0, kPrefix.size()) != kPrefix ||
+      lambda.substr(lambda.size() - kSuffix.size()) != kSuffix)
+    return {};
+  LegacyLambda found;
+  for (uint32_t tensors = 1; tensors <= 8; ++tensors) {
+    const uint32_t calculator = 4 + kMaxDims * 12 + kMaxDims * 4 * tensors;
+    const uint32_t data = (calculator + 7) / 8 * 8;
+    const uint32_t end = data + 8 * tensors;
+    if (end > lambda_size || lambda_size - end > kMaxFunctorBytes) continue;
+    if (found.tensors != 0) return {};  // two sizes fit: which is meant is not clear
+    found = LegacyLambda{static_cast<uint16_t>(data), static_cast<uint8_t>(tensors)};
+  }
+  return found;
+}
+
+bool legacyDimsValid(const uint8_t* lambda, uint32_t lambda_size) {
+  if (lambda == nullptr || lambda_size < 4) return false;
+  int32_t dims = 0;
+  std::memcpy(&dims, lambda, sizeof dims);
+  return dims >= 1 && dims <= 25;
+}
+
 uint64_t constPointerParams(std::string_view demangled, uint32_t param_count) {
   const name_parse::ParsedName p = name_parse::parseName(demangled);
   if (!p.ok || !p.has_params || p.params.parts.size() != param_count) return 0;

@@ -94,6 +94,27 @@ struct LibraryOperands {
 // kernel's demangled name, or -1.
 int16_t atenDataParam(std::string_view demangled);
 
+// ATen's legacy elementwise kernel for strided operands with one output,
+// elementwise_kernel<nt, vt, gpu_kernel_impl_nocast<F>(...)::{lambda(int)#1}>
+// (int N, lambda): the lambda (parameter 1) holds an OffsetCalculator<T,
+// uint32_t> (int dims; 25 IntDividers of three uint32_t; 25 arrays of T
+// uint32_t strides), then the data array std::array<char*, T> (the output,
+// then the inputs), then the functor (CUDALoops.cuh, OffsetCalculator.cuh;
+// torch 2.11). ATen fills only the first `dims` entries of the calculator's
+// arrays, so the rest hold stale words, some of them old device addresses:
+// only the data array and what follows it are pointers. `data_offset`: the
+// array's offset inside the lambda; `tensors` 0 when the name is not such a
+// kernel's or no one T fits `lambda_size` (the functor after the array at
+// most 64 bytes).
+struct LegacyLambda {
+  uint16_t data_offset = 0;
+  uint8_t tensors = 0;
+};
+LegacyLambda legacyElementwiseLambda(std::string_view demangled, uint32_t param_count, uint32_t lambda_size);
+// Whether a launch's lambda starts with a dims the calculator can hold (1 to
+// 25): otherwise the layout is not trusted and the lambda is scanned whole.
+bool legacyDimsValid(const uint8_t* lambda, uint32_t lambda_size);
+
 // The parameters (bit i: parameter i, i < 64) that a C++ kernel's demangled
 // name declares read-only: a pointer to const, or a TensorInfo or
 // GenericPackedTensorAccessor of a const element type (its first word). 0

@@ -388,8 +388,14 @@ bool probeLaunch(const KernelLaunch& launch) {
           scanParameter(sc->params, offset + l * list_bytes, used * 8, 0, dtype, maps, limits, &scan);
         continue;
       }
-      scanParameter(sc->params, offset, kernels().layoutSizes()[k->layout_first + i], static_cast<int16_t>(i),
-                    dtype, maps, limits, &scan);
+      const uint32_t size = kernels().layoutSizes()[k->layout_first + i];
+      // A legacy elementwise lambda: its data array and functor, not the
+      // offset calculator's stale entries (legacyElementwiseLambda).
+      if (i == 1 && k->legacy_tensors != 0 && legacyDimsValid(sc->params + offset, size)) {
+        scanParameter(sc->params, offset + k->legacy_data, size - k->legacy_data, 1, dtype, maps, limits, &scan);
+        continue;
+      }
+      scanParameter(sc->params, offset, size, static_cast<int16_t>(i), dtype, maps, limits, &scan);
     }
   } else {
     scanParameter(sc->params, 0, params_bytes, 0, dtype, maps, limits, &scan);
@@ -406,7 +412,7 @@ bool probeLaunch(const KernelLaunch& launch) {
   const LibraryOperands& operands = libraryOperands();
   if (sel.capture.captured && scan.pointer_count < limits.max_pointers &&
       (operands.depth != 0 || k->data_array != 0 || k->const_params != 0 || k->list_inputs != 0 ||
-       k->reduce_source != 0)) {
+       k->reduce_source != 0 || k->legacy_tensors >= 2)) {
     InputWords words;
     if (launch.params != nullptr && k->param_count != 0) {
       if (k->data_array != 0) {
@@ -419,6 +425,13 @@ bool probeLaunch(const KernelLaunch& launch) {
       if (k->list_inputs != 0) {
         words.lists_offset = words.offsets[0];
         words.lists = ForeachLists{k->list_depth, k->list_inputs};
+      }
+      if (k->legacy_tensors >= 2) {
+        const uint32_t at = words.offsets[1], size = kernels().layoutSizes()[k->layout_first + 1];
+        if (legacyDimsValid(static_cast<const uint8_t*>(sc->params) + at, size)) {
+          words.data_offset = at + k->legacy_data;
+          words.data_size = 8u * k->legacy_tensors;
+        }
       }
       if (k->reduce_source != 0) {
         const uint32_t at = words.offsets[0], size = kernels().layoutSizes()[k->layout_first];

@@ -877,7 +877,8 @@ TEST_F(TensorPipeline, AKernelThatMayWriteThroughHiddenPointersWaitsForPendingFi
 // a GEMM made inside cuBLAS (through a library opened RTLD_LOCAL, as torch
 // is) reads A and B, a kernel whose name says `float const*` reads that,
 // ATen's foreach add reads its second list and ATen's reduction its
-// ReduceOp's src. In the capture, a known input that an earlier node
+// ReduceOp's src, and ATen's legacy elementwise kernel its data array's
+// inputs. In the capture, a known input that an earlier node
 // fingerprinted and nothing wrote since names that node's observation
 // instead of being fingerprinted again; eager launches and reuse=off
 // fingerprint everything. The program's steps: reuseProgram.
@@ -894,10 +895,10 @@ TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameByt
     ASSERT_TRUE(b.has_trailer);
     std::vector<const bundle::TensorSite*> eager, captured;
     for (const auto& site : b.sites) (site.capture() > 0 ? captured : eager).push_back(&site);
-    ASSERT_EQ(eager.size(), 8u);
-    ASSERT_EQ(captured.size(), 8u);
+    ASSERT_EQ(eager.size(), 9u);
+    ASSERT_EQ(captured.size(), 9u);
     const uint64_t a = run.values.at("a"), bb = run.values.at("b"), c = run.values.at("c"), d = run.values.at("d"),
-                   e = run.values.at("e"), f = run.values.at("f");
+                   e = run.values.at("e"), f = run.values.at("f"), g = run.values.at("g");
     // The range of `site` starting at `ptr`.
     const auto range = [](const bundle::TensorSite* site, uint64_t ptr) -> const bundle::TensorRange* {
       for (const auto& r : site->ranges())
@@ -915,6 +916,10 @@ TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameByt
     EXPECT_EQ(range(eager[6], a), nullptr);
     EXPECT_EQ(range(captured[6], a), nullptr);
     EXPECT_EQ(captured[6]->ranges().size(), 2u);
+    // Nor does the stale word of the legacy kernel's offset calculator.
+    EXPECT_EQ(range(eager[8], a), nullptr);
+    EXPECT_EQ(range(captured[8], a), nullptr);
+    EXPECT_EQ(captured[8]->ranges().size(), 3u);
     // site index, pointer, the site index it reuses (-1: fingerprinted there).
     struct Want {
       size_t site;
@@ -923,7 +928,8 @@ TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameByt
     };
     const Want wants[] = {{0, a, -1}, {1, c, -1}, {1, a, 0},  {1, bb, -1}, {2, c, 1},  {2, bb, 1},
                           {2, d, -1}, {3, bb, -1}, {4, c, -1}, {4, bb, 3},  {4, a, -1},
-                          {5, c, 4},  {5, e, -1}, {6, c, 4},  {6, e, -1}, {7, c, 4}, {7, f, -1}};
+                          {5, c, 4},  {5, e, -1}, {6, c, 4},  {6, e, -1}, {7, c, 4}, {7, f, -1},
+                          {8, c, 4},  {8, bb, 3}, {8, g, -1}};
     for (const Want& w : wants) {
       SCOPED_TRACE("captured site " + std::to_string(w.site) + " ptr " + std::to_string(w.ptr));
       const bundle::TensorRange* r = range(captured[w.site], w.ptr);
@@ -951,7 +957,7 @@ TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameByt
     ASSERT_FALSE(b.counters.empty());
     const auto& counted = b.counters.back().skipped();
     const auto counter = [&](const char* name) { return counted.count(name) ? counted.at(name) : 0u; };
-    EXPECT_EQ(counter("ranges_reused"), reuse ? 7u : 0u);
+    EXPECT_EQ(counter("ranges_reused"), reuse ? 9u : 0u);
     EXPECT_EQ(counter("overlap_failed"), 0u);
     // Known inputs are no writes whether reused or not: b *= 3 waits for the
     // newest pending node that reads b (step 1's with reuse, the GEMM's

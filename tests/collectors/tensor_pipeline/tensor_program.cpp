@@ -331,6 +331,32 @@ void sumBody(void* const* params, const uint32_t*, const uint32_t*, void*) {
   *reinterpret_cast<float*>(const_cast<char*>(op->dst[0])) = total;
 }
 
+// ATen's legacy elementwise kernel for x / y on strided tensors (torch
+// 2.11's name): elementwise_kernel<128, 2, gpu_kernel_impl_nocast<
+// BinaryFunctor<float, float, float, DivFunctor<float>>>(...)::{lambda(int)
+// #1}>(int, lambda). The lambda: an OffsetCalculator<3, uint32_t> (int dims,
+// then 25 dividers and 25 strides of 12 bytes each), the data array (output,
+// then the inputs), the functor (known_inputs.h). ATen leaves the
+// calculator's entries past dims as they were.
+constexpr const char* kAtenLegacyDiv =
+    "_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_22gpu_kernel_impl_nocastINS0_13BinaryFunctorIfffNS0"
+    "_15binary_internal10DivFunctorIfEEEEEEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_";
+struct FakeLegacyLambda {
+  int32_t dims;
+  uint32_t calculator[150];
+  const char* data[3];
+  char functor[16];
+};
+static_assert(sizeof(FakeLegacyLambda) == 648 && offsetof(FakeLegacyLambda, data) == 608);
+void legacyDivBody(void* const* params, const uint32_t*, const uint32_t*, void*) {
+  const int n = *static_cast<const int*>(params[0]);
+  const auto* l = static_cast<const FakeLegacyLambda*>(params[1]);
+  auto* out = reinterpret_cast<float*>(const_cast<char*>(l->data[0]));
+  const auto* x = reinterpret_cast<const float*>(l->data[1]);
+  const auto* y = reinterpret_cast<const float*>(l->data[2]);
+  for (int i = 0; i < n; ++i) out[i] = x[i] / y[i];
+}
+
 struct FakeGemm {  // fake_cublas.cpp's handle
   CUfunction kernel;
   CUstream stream;
@@ -351,12 +377,15 @@ struct FakeGemm {  // fake_cublas.cpp's handle
 //   6 e += c (ATen's foreach add)  c reuses 4's, e (written) is fingerprinted;
 //                                  a, in a slot past the used tensor, is no range
 //   7 f = sum(c) (ATen's reduction) c reuses 4's, f is fingerprinted
-// The same eight eagerly first (nothing reused there). Three replays.
+//   8 g = c / b (ATen's legacy      c reuses 4's, b reuses 3's, g is fingerprinted;
+//     elementwise kernel)          a, a stale word of its offset calculator, is no range
+// The same nine eagerly first (nothing reused there). Three replays.
 int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements) {
   CUresult r;
-  CUdeviceptr c = 0, d = 0, e = 0, f = 0;
+  CUdeviceptr c = 0, d = 0, e = 0, f = 0, g = 0;
   if ((r = cuMemAlloc_v2(&c, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc c", r);
   if ((r = cuMemAlloc_v2(&f, 256)) != CUDA_SUCCESS) return fail("cuMemAlloc f", r);
+  if ((r = cuMemAlloc_v2(&g, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc g", r);
   if ((r = cuMemAlloc_v2(&d, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc d", r);
   if ((r = cuMemAlloc_v2(&e, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc e", r);
   const uint32_t twice_offsets[] = {0, 8, 16}, twice_sizes[] = {8, 8, 4};
@@ -368,6 +397,10 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   const uint32_t sum_offsets[] = {0}, sum_sizes[] = {sizeof(FakeReduceOp)};
   auto* sum = static_cast<CUfunction>(fake_cuda_make_kernel_params(kAtenSum, 2, 1, sum_offsets, sum_sizes));
   fake_cuda_set_kernel_body(sum, sumBody, nullptr);
+  const uint32_t legacy_offsets[] = {0, 8}, legacy_sizes[] = {4, sizeof(FakeLegacyLambda)};
+  auto* legacy_div =
+      static_cast<CUfunction>(fake_cuda_make_kernel_params(kAtenLegacyDiv, 2, 2, legacy_offsets, legacy_sizes));
+  fake_cuda_set_kernel_body(legacy_div, legacyDivBody, nullptr);
   const uint32_t add_offsets[] = {0, 4, 8}, add_sizes[] = {4, 1, 24};
   auto* add = static_cast<CUfunction>(fake_cuda_make_kernel_params(kAtenAdd, 2, 3, add_offsets, add_sizes));
   fake_cuda_set_kernel_body(add, addBody, nullptr);
@@ -412,6 +445,14 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   sum_c.final_output = true;
   sum_c.noutputs = 1;
   void* sum_cf[] = {&sum_c};
+  FakeLegacyLambda div_cb{};
+  div_cb.dims = 1;
+  div_cb.calculator[0] = static_cast<uint32_t>(n);   // sizes_[0]'s divisor
+  std::memcpy(&div_cb.calculator[111], &a, sizeof a);  // a stale entry, at lambda offset 448
+  div_cb.data[0] = reinterpret_cast<const char*>(g);
+  div_cb.data[1] = reinterpret_cast<const char*>(c);
+  div_cb.data[2] = reinterpret_cast<const char*>(b);
+  void* div_gcb[] = {&n, &div_cb};
   const uint32_t blocks = elements / 256;
   const auto work = [&]() -> int {
     if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, a2, nullptr)) != CUDA_SUCCESS) return fail("a *= 2", r);
@@ -428,6 +469,8 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
     if ((r = cuLaunchKernel(foreach_add, blocks, 1, 1, 256, 1, 1, 0, s, foreach_ec, nullptr)) != CUDA_SUCCESS)
       return fail("e += c", r);
     if ((r = cuLaunchKernel(sum, 1, 1, 1, 256, 1, 1, 0, s, sum_cf, nullptr)) != CUDA_SUCCESS) return fail("f = sum(c)", r);
+    if ((r = cuLaunchKernel(legacy_div, blocks, 1, 1, 128, 1, 1, 0, s, div_gcb, nullptr)) != CUDA_SUCCESS)
+      return fail("g = c / b", r);
     return 0;
   };
   if (const int failed = work()) return failed;
@@ -446,6 +489,7 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   value("d", d);
   value("e", e);
   value("f", f);
+  value("g", g);
   value("replays", kReplays);
   std::fflush(stdout);
   return 0;

@@ -446,6 +446,58 @@ TEST(MarkKnownInputs, AReductionsSourceWordOnly) {
   EXPECT_EQ(l.known(nullptr, words), (std::vector<bool>{false, false, false}));
 }
 
+// ATen's legacy elementwise kernels as torch 2.11 names them (from an H100's
+// bundle): x / y on strided float tensors, a strided float copy, and the
+// casting form.
+constexpr const char* kLegacyDiv =
+    "_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_22gpu_kernel_impl_nocastINS0_13BinaryFunctorIfffNS0"
+    "_15binary_internal10DivFunctorIfEEEEEEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_";
+constexpr const char* kLegacyCopy =
+    "_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_22gpu_kernel_impl_nocastIZZZNS0_23direct_copy_kerne"
+    "l_cudaERNS_18TensorIteratorBaseEENKUlvE1_clEvENKUlvE5_clEvEUlfE_EEvS4_RKT_EUliE_EEviT1_";
+constexpr const char* kLegacyCast =
+    "_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_15gpu_kernel_implINS0_15CUDAFunctor_addIfEEEEvRNS_1"
+    "8TensorIteratorBaseERKT_EUliE_EEviT1_";
+
+TEST(LegacyElementwiseLambda, TheDataArrayFollowsTheOffsetCalculator) {
+  // Three tensors: 4 + 25 * 12 + 25 * 12 = 604 bytes of calculator, the
+  // array at 608; the 648-byte lambda the H100 reported.
+  LegacyLambda l = legacyElementwiseLambda(demangle(kLegacyDiv), 2, 648);
+  EXPECT_EQ(l.tensors, 3u);
+  EXPECT_EQ(l.data_offset, 608u);
+  // Two: 504 bytes of calculator, the array at 504 of a 536-byte lambda.
+  l = legacyElementwiseLambda(demangle(kLegacyCopy), 2, 536);
+  EXPECT_EQ(l.tensors, 2u);
+  EXPECT_EQ(l.data_offset, 504u);
+  // No tensor count leaves at most 64 bytes of functor.
+  EXPECT_EQ(legacyElementwiseLambda(demangle(kLegacyDiv), 2, 700).tensors, 0u);
+  EXPECT_EQ(legacyElementwiseLambda(demangle(kLegacyDiv), 2, 400).tensors, 0u);
+  // Not the nocast lambda, not two parameters, not ATen's kernel.
+  EXPECT_EQ(legacyElementwiseLambda(demangle(kLegacyCast), 2, 648).tensors, 0u);
+  EXPECT_EQ(legacyElementwiseLambda(demangle(kLegacyDiv), 3, 648).tensors, 0u);
+  EXPECT_EQ(legacyElementwiseLambda("void mine::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<F>"
+                                    "(at::TensorIteratorBase&, F const&)::{lambda(int)#1}>(int, at::native::"
+                                    "gpu_kernel_impl_nocast<F>(at::TensorIteratorBase&, F const&)::{lambda(int)#1})",
+                                    2, 648)
+                .tensors,
+            0u);
+}
+
+TEST(LegacyElementwiseLambda, ALaunchsDimsMustFitTheCalculator) {
+  uint8_t lambda[648] = {};
+  const auto dims = [&](int32_t d) {
+    std::memcpy(lambda, &d, 4);
+    return legacyDimsValid(lambda, sizeof lambda);
+  };
+  EXPECT_TRUE(dims(1));
+  EXPECT_TRUE(dims(25));
+  EXPECT_FALSE(dims(0));
+  EXPECT_FALSE(dims(26));
+  EXPECT_FALSE(dims(-1));
+  EXPECT_FALSE(legacyDimsValid(nullptr, 648));
+  EXPECT_FALSE(legacyDimsValid(lambda, 2));
+}
+
 TEST(WritesThroughParameters, AtensAndInductorsPlainKernelsOnly) {
   EXPECT_TRUE(writesThroughParameters(demangle("_ZN2at6native12_GLOBAL__N_128vectorized_layer_norm_kernelIffEEviT0_PKT_S6_S6_PS3_S7_PS4_")));
   EXPECT_TRUE(writesThroughParameters("void c10::cuda::k(float*)"));
