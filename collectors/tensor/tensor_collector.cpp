@@ -373,6 +373,12 @@ bool probeLaunch(const KernelLaunch& launch) {
   const uint8_t dtype = r.dtype_given ? static_cast<uint8_t>(r.dtype) : k->dtype;
   LiveMaps maps = liveMaps();
   if (r.workspaces) maps.workspaces = nullptr;
+  // A legacy elementwise lambda (parameter 1) whose dims this launch fills
+  // as the layout says: its offset calculator holds stale words, and its
+  // data array names the inputs (legacyElementwiseLambda).
+  const bool legacy = k->legacy_tensors != 0 && launch.params != nullptr &&
+                      legacyDimsValid(sc->params + kernels().layoutOffsets()[k->layout_first + 1],
+                                      kernels().layoutSizes()[k->layout_first + 1]);
   if (k->param_count != 0 && launch.params != nullptr) {
     for (uint32_t i = 0; i < k->param_count; ++i) {
       if (!r.argSelected(i)) continue;
@@ -389,9 +395,7 @@ bool probeLaunch(const KernelLaunch& launch) {
         continue;
       }
       const uint32_t size = kernels().layoutSizes()[k->layout_first + i];
-      // A legacy elementwise lambda: its data array and functor, not the
-      // offset calculator's stale entries (legacyElementwiseLambda).
-      if (i == 1 && k->legacy_tensors != 0 && legacyDimsValid(sc->params + offset, size)) {
+      if (i == 1 && legacy) {  // its data array and functor only
         scanParameter(sc->params, offset + k->legacy_data, size - k->legacy_data, 1, dtype, maps, limits, &scan);
         continue;
       }
@@ -426,12 +430,9 @@ bool probeLaunch(const KernelLaunch& launch) {
         words.lists_offset = words.offsets[0];
         words.lists = ForeachLists{k->list_depth, k->list_inputs};
       }
-      if (k->legacy_tensors >= 2) {
-        const uint32_t at = words.offsets[1], size = kernels().layoutSizes()[k->layout_first + 1];
-        if (legacyDimsValid(static_cast<const uint8_t*>(sc->params) + at, size)) {
-          words.data_offset = at + k->legacy_data;
-          words.data_size = 8u * k->legacy_tensors;
-        }
+      if (legacy && k->legacy_tensors >= 2) {
+        words.data_offset = words.offsets[1] + k->legacy_data;
+        words.data_size = 8u * k->legacy_tensors;
       }
       if (k->reduce_source != 0) {
         const uint32_t at = words.offsets[0], size = kernels().layoutSizes()[k->layout_first];
