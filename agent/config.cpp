@@ -195,6 +195,10 @@ constexpr ConfigKey kKeys[] = {
      [](std::string_view t, Config& c) {
        return parseInRange(t, 0, 4096, &c.tensor_scratch);
      }},
+    {"TCGD_TENSOR_PARTIALS", "65536", "an integer between 0 and 4194304",
+     [](std::string_view t, Config& c) {
+       return parseInRange(t, 0, uint64_t{1} << 22, &c.tensor_partials);
+     }},
     {"TCGD_TENSOR_MAX_RANGES", "1024", "an integer between 1 and 4096",
      [](std::string_view t, Config& c) {
        uint64_t v;

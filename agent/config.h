@@ -56,6 +56,7 @@ struct Config {
   uint64_t tensor_sites = uint64_t{1} << 16;   // captured sites, 8 bytes of device memory each
   uint64_t tensor_staging = uint64_t{64} << 20;  // recorded bytes' staging ring (record, print values)
   uint64_t tensor_scratch = 64;               // scratch regions of 71.5 KiB of device memory each
+  uint64_t tensor_partials = uint64_t{1} << 16;  // captured chunks' partials, 128 bytes of device memory each
   uint32_t tensor_max_ranges = 1024;           // ranges per probed launch
 
   // Identity from torchrun's variables; -1 / 0 when absent.

@@ -13,6 +13,8 @@ bool CaptureTable::claim(uint64_t id, uint64_t stream, Entry** out) {
     e.stream.store(stream, std::memory_order_relaxed);
     e.nodes.store(0, std::memory_order_relaxed);
     e.sites.store(0, std::memory_order_relaxed);
+    e.partial_first.store(UINT32_MAX, std::memory_order_relaxed);
+    e.partial_end.store(0, std::memory_order_relaxed);
     e.ordinal.store(next_ordinal_.fetch_add(1, std::memory_order_relaxed), std::memory_order_release);
     *out = &e;
     return true;
@@ -38,6 +40,8 @@ bool CaptureTable::find(uint64_t id, Capture* out) {
     out->ordinal = e.ordinal.load(std::memory_order_acquire);
     out->nodes = &e.nodes;
     out->sites = &e.sites;
+    out->partial_first = &e.partial_first;
+    out->partial_end = &e.partial_end;
     return true;
   }
   // A capture whose begin we did not see (it began before recording
@@ -48,10 +52,13 @@ bool CaptureTable::find(uint64_t id, Capture* out) {
   out->ordinal = e->ordinal.load(std::memory_order_acquire);
   out->nodes = &e->nodes;
   out->sites = &e->sites;
+  out->partial_first = &e->partial_first;
+  out->partial_end = &e->partial_end;
   return true;
 }
 
-bool CaptureTable::end(uint64_t stream, Capture* out, uint32_t* nodes, uint32_t* sites) {
+bool CaptureTable::end(uint64_t stream, Capture* out, uint32_t* nodes, uint32_t* sites, uint32_t* partial_first,
+                       uint32_t* partial_end) {
   for (Entry& e : entries_) {
     const uint64_t id = e.id.load(std::memory_order_acquire);
     if (id == 0 || e.stream.load(std::memory_order_relaxed) != stream) continue;
@@ -59,11 +66,23 @@ bool CaptureTable::end(uint64_t stream, Capture* out, uint32_t* nodes, uint32_t*
     out->ordinal = e.ordinal.load(std::memory_order_relaxed);
     *nodes = e.nodes.load(std::memory_order_relaxed);
     *sites = e.sites.load(std::memory_order_relaxed);
+    if (partial_first != nullptr) *partial_first = e.partial_first.load(std::memory_order_relaxed);
+    if (partial_end != nullptr) *partial_end = e.partial_end.load(std::memory_order_relaxed);
     e.stream.store(0, std::memory_order_relaxed);
     e.id.store(0, std::memory_order_release);
     return true;
   }
   return false;
+}
+
+void CaptureTable::notePartials(const Capture& capture, uint32_t first, uint32_t end) {
+  if (capture.partial_first == nullptr || capture.partial_end == nullptr) return;
+  uint32_t seen = capture.partial_first->load(std::memory_order_relaxed);
+  while (first < seen && !capture.partial_first->compare_exchange_weak(seen, first, std::memory_order_relaxed)) {
+  }
+  seen = capture.partial_end->load(std::memory_order_relaxed);
+  while (end > seen && !capture.partial_end->compare_exchange_weak(seen, end, std::memory_order_relaxed)) {
+  }
 }
 
 void CaptureTable::reset() {

@@ -22,6 +22,10 @@ class CaptureTable {
     uint32_t ordinal = 0;
     std::atomic<uint32_t>* nodes = nullptr;    // launches so far, fetch_add for the next
     std::atomic<uint32_t>* sites = nullptr;    // probed launches so far
+    // The span of the partials arena its fingerprint launches took
+    // (publish=replay): [partial_first, partial_end), empty while first >= end.
+    std::atomic<uint32_t>* partial_first = nullptr;
+    std::atomic<uint32_t>* partial_end = nullptr;
   };
 
   constexpr CaptureTable() = default;
@@ -33,8 +37,12 @@ class CaptureTable {
   // was not seen. False only when the table is full.
   bool find(uint64_t id, Capture* out);
   // The capture begun on `stream` ended: its entry is freed. Returns its id,
-  // ordinal and counts, false when none was begun there.
-  bool end(uint64_t stream, Capture* out, uint32_t* nodes, uint32_t* sites);
+  // ordinal, counts and span of partials ([*partial_first, *partial_end),
+  // when asked), false when none was begun there.
+  bool end(uint64_t stream, Capture* out, uint32_t* nodes, uint32_t* sites, uint32_t* partial_first = nullptr,
+           uint32_t* partial_end = nullptr);
+  // Widens a capture's span of partials to take [first, end) in.
+  static void notePartials(const Capture& capture, uint32_t first, uint32_t end);
   // Ordinals taken so far.
   uint32_t ordinalsTaken() const { return next_ordinal_.load(std::memory_order_relaxed); }
   void reset();
@@ -46,6 +54,8 @@ class CaptureTable {
     std::atomic<uint32_t> ordinal{0};
     std::atomic<uint32_t> nodes{0};
     std::atomic<uint32_t> sites{0};
+    std::atomic<uint32_t> partial_first{UINT32_MAX};
+    std::atomic<uint32_t> partial_end{0};
   };
   bool claim(uint64_t id, uint64_t stream, Entry** entry);
 

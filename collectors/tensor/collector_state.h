@@ -31,6 +31,7 @@ struct Settings {
   uint32_t max_ranges = 1024;
   uint32_t site_capacity = 65536;
   uint32_t scratch_regions = 64;
+  uint32_t partial_capacity = 65536;  // TCGD_TENSOR_PARTIALS
   // The channel's observation region as the agent sized it (TCGD_TENSOR_SLOTS,
   // TCGD_TENSOR_STAGING when a rule records values).
   ObservationLayout layout;
@@ -82,6 +83,7 @@ struct CaptureFacts {
   uint32_t node = 0;
   uint64_t id = 0;
   std::atomic<uint32_t>* sites = nullptr;
+  CaptureTable::Capture table;  // its entry (publish=replay notes its partials there)
 };
 // Whether `stream` captures now, and into which capture (one relaxed load
 // when nothing captures); counts the launch as a node of that capture.
@@ -93,6 +95,14 @@ void prepareDevice();
 // Whether the resources are ready for a launch in the calling thread's
 // context; counts why not.
 bool deviceReady(const CaptureFacts& capture);
+
+// publish=replay (fingerprint_abi.h, "partials published per replay"): the
+// tag the partials of capture `ordinal` carry, and the publish node added
+// to its graph after every sink of it, for the span [first, end) of the
+// partials arena. False (nothing added) when the driver lacks a call, no
+// SiteState or memory is left, or a call fails.
+uint64_t partialTag(uint32_t ordinal);
+bool addPublishNode(uint64_t graph, uint32_t ordinal, uint32_t first, uint32_t end);
 
 // Per-thread room for one launch: parameters up to 32 KiB (CUDA 12.1+), its
 // ranges and pointers, and the site blob built from them; too large for

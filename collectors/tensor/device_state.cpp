@@ -93,6 +93,10 @@ bool TensorDevice::make(const DeviceSetup& setup, std::string* why) {
   }
   if ((res = d.module_get_function(&r.fingerprint, module, kFingerprintKernelName)) != CUDA_SUCCESS)
     return *why = failed("cuModuleGetFunction(tcgd_fingerprint)", res), false;
+  // The publish kernel: without it (an image of an older build) captured
+  // launches combine on their own, as with publish=node.
+  if (d.module_get_function(&r.publish, module, ::tcgd::tensor::kPublishKernelName) != CUDA_SUCCESS)
+    r.publish = nullptr;
 
   r.site_capacity = setup.site_capacity;
   r.scratch_regions = setup.scratch_regions;
@@ -101,6 +105,12 @@ bool TensorDevice::make(const DeviceSetup& setup, std::string* why) {
   const uint64_t scratch_offset =
       (sizeof(ObservationRingDevice) + uint64_t{setup.site_capacity} * sizeof(SiteState) + 255) & ~uint64_t{255};
   r.device_bytes = scratch_offset + uint64_t{setup.scratch_regions} * ::tcgd::tensor::kScratchRegionBytes;
+  // The partials of captured launches published per replay, 128-byte aligned.
+  const uint64_t partials_offset = (r.device_bytes + 255) & ~uint64_t{255};
+  if (r.publish != nullptr && setup.partial_capacity != 0) {
+    r.partial_capacity = setup.partial_capacity;
+    r.device_bytes = partials_offset + uint64_t{setup.partial_capacity} * sizeof(ObservationSlot);
+  }
   // Recording: the record ring's and the staging's counters and the rules'
   // run budgets, after the scratch arena.
   const uint64_t record_offset = (r.device_bytes + 255) & ~uint64_t{255};
@@ -112,6 +122,7 @@ bool TensorDevice::make(const DeviceSetup& setup, std::string* why) {
   r.ring_device = memory;
   r.site_states = memory + sizeof(ObservationRingDevice);
   r.scratch = setup.scratch_regions != 0 ? memory + scratch_offset : 0;
+  r.partials = r.partial_capacity != 0 ? memory + partials_offset : 0;
   if (records) {
     r.record_device = memory + record_offset;
     r.staging_device = r.record_device + sizeof(ObservationRingDevice);
@@ -167,6 +178,19 @@ bool TensorDevice::make(const DeviceSetup& setup, std::string* why) {
   resources_ = r;
   scratch_.reset(r.scratch, r.scratch_regions, ::tcgd::tensor::kScratchRegionBytes);
   return true;
+}
+
+uint32_t TensorDevice::takePartials(uint32_t count) {
+  const DeviceResources& r = resources_;
+  if (r.partials == 0 || count == 0 || count > r.partial_capacity) return UINT32_MAX;
+  // One addition; a launch that finds no room leaves the counter past the
+  // capacity, and every later one finds none either.
+  const uint32_t first = next_partial_.fetch_add(count, std::memory_order_relaxed);
+  if (first > r.partial_capacity - count) {
+    next_partial_.store(r.partial_capacity, std::memory_order_relaxed);
+    return UINT32_MAX;
+  }
+  return first;
 }
 
 CUresult TensorDevice::launch(FingerprintParams* params, CUstream stream) const {

@@ -32,12 +32,15 @@ struct DeviceResources {
   CUcontext context = nullptr;
   int device = -1;
   CUfunction fingerprint = nullptr;
+  CUfunction publish = nullptr;     // tcgd_publish (nullptr: an image without it; publish=replay is off)
   uint32_t max_grid = 0;            // blocks per fingerprint launch at most
   CUdeviceptr ring_device = 0;      // ObservationRingDevice
   CUdeviceptr site_states = 0;      // SiteState[site_capacity]
   uint32_t site_capacity = 0;
   CUdeviceptr scratch = 0;          // scratch_regions x kScratchRegionBytes
   uint32_t scratch_regions = 0;
+  CUdeviceptr partials = 0;         // ObservationSlot[partial_capacity]: captured chunks' partials
+  uint32_t partial_capacity = 0;    //   (fingerprint_abi.h, "partials published per replay")
   CUdeviceptr ring_host = 0;        // device address of the ObservationRingHost
   CUdeviceptr slots = 0;            // device address of slot 0
   uint64_t capacity = 0;            // slots
@@ -62,6 +65,7 @@ struct DeviceSetup {
   ObservationLayout layout;         // how the agent sized it (observation_layout.h)
   uint32_t site_capacity = 0;       // TCGD_TENSOR_SITES
   uint32_t scratch_regions = 0;     // TCGD_TENSOR_SCRATCH
+  uint32_t partial_capacity = 0;    // TCGD_TENSOR_PARTIALS
 };
 
 class TensorDevice {
@@ -81,6 +85,14 @@ class TensorDevice {
   // Enqueues one fingerprint launch on `stream` (the probed launch's).
   CUresult launch(FingerprintParams* params, CUstream stream) const;
 
+  // Takes `count` partials of the arena for one captured fingerprint
+  // launch: the first one's index, or UINT32_MAX when the arena has no
+  // room (the launch then combines on its own). Never given back: the
+  // arena serves the process's captures until it is used up. Once ready.
+  uint32_t takePartials(uint32_t count);
+  // Partials taken so far.
+  uint32_t partialsTaken() const { return next_partial_.load(std::memory_order_relaxed); }
+
   // The scratch region of `key` (ScratchRegions' keys), or 0. Once ready.
   uint64_t scratchFor(uint64_t key) { return scratch_.regionFor(key); }
   uint32_t scratchUsed() const { return scratch_.used(); }
@@ -88,12 +100,16 @@ class TensorDevice {
   // Turns the probes off for good (said why elsewhere).
   void markUnavailable() { state_.store(static_cast<int>(State::kUnavailable), std::memory_order_release); }
   // In a forked child: CUDA state does not survive fork().
-  void reset() { state_.store(static_cast<int>(State::kNone), std::memory_order_relaxed); }
+  void reset() {
+    state_.store(static_cast<int>(State::kNone), std::memory_order_relaxed);
+    next_partial_.store(0, std::memory_order_relaxed);
+  }
 
  private:
   bool make(const DeviceSetup& setup, std::string* why);
 
   std::atomic<int> state_{0};
+  std::atomic<uint32_t> next_partial_{0};
   DeviceResources resources_{};
   ScratchRegions scratch_;
 };

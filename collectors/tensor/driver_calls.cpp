@@ -47,6 +47,9 @@ bool resolveDefault() {
   // The 11.3 signatures (no edge data): tcgd adds plain edges only.
   resolve(dl, handle, "cuStreamUpdateCaptureDependencies", &t.stream_update_capture_dependencies);
   resolve(dl, handle, "cuGraphAddDependencies", &t.graph_add_dependencies);
+  resolve(dl, handle, "cuGraphGetNodes", &t.graph_get_nodes);
+  resolve(dl, handle, "cuGraphGetEdges_v2", &t.graph_get_edges);
+  resolve(dl, handle, "cuGraphAddKernelNode_v2", &t.graph_add_kernel_node);
   resolve(dl, handle, "cuEventRecord", &t.event_record);
   resolve(dl, handle, "cuEventRecordWithFlags", &t.event_record_with_flags);
   g_default = t;

@@ -45,6 +45,12 @@ struct DriverCalls {
                                          const CUgraphNode**, const CUgraphEdgeData**, size_t*) = nullptr;
   CUresult (*stream_update_capture_dependencies)(CUstream, CUgraphNode*, size_t, unsigned) = nullptr;
   CUresult (*graph_add_dependencies)(CUgraph, const CUgraphNode*, const CUgraphNode*, size_t) = nullptr;
+  // The publish node of a capture (publish=replay): the graph's nodes and
+  // edges (its sinks), and the kernel node added after them.
+  CUresult (*graph_get_nodes)(CUgraph, CUgraphNode*, size_t*) = nullptr;
+  CUresult (*graph_get_edges)(CUgraph, CUgraphNode*, CUgraphNode*, CUgraphEdgeData*, size_t*) = nullptr;  // _v2
+  CUresult (*graph_add_kernel_node)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                                    const CUDA_KERNEL_NODE_PARAMS*) = nullptr;  // _v2
   // Recording an event again once a fingerprint node joined its stream.
   CUresult (*event_record)(CUevent, CUstream) = nullptr;
   CUresult (*event_record_with_flags)(CUevent, CUstream, unsigned) = nullptr;

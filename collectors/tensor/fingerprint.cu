@@ -625,6 +625,10 @@ struct Sink {
   uint64_t staging_bytes;
   unsigned long long* run;
   uint64_t run_limit;
+  // Published per replay (fingerprint_abi.h): the launch's partials, or
+  // nullptr; each written with `commit` = partial_tag.
+  ObservationSlot* partials;
+  uint64_t partial_tag;
 };
 
 // fingerprint_claim.h's memory operations on the GPU: the counters in device
@@ -893,6 +897,16 @@ __device__ void fingerprintChunk(const Sink& sink, const Chunk& c, uint32_t exec
     writeRecord(sink, sh.record_slot, claim.sequence, lane);
   }
   __syncwarp();
+  if (sink.partials != nullptr) {
+    // Published per replay: the chunk's partial, plain stores to its place
+    // (the launch's chunk index); the publish node combines and writes it.
+    if (lane == 0) sh.slot.commit = sink.partial_tag;
+    __syncwarp();
+    ObservationSlot* partial = sink.partials + (c.first_chunk + c.index);
+    if (lane < sizeof(ObservationSlot) / 16)
+      reinterpret_cast<uint4*>(partial)[lane] = reinterpret_cast<const uint4*>(&sh.slot)[lane];
+    return;
+  }
   if (!c.combine) {
     const unsigned long long seq = sh.sequence[buf];
     if (seq == kDroppedSlot) return;  // the claimer marked the drop
@@ -1043,8 +1057,11 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
   if (windowed) run = exec >= p.replay_first && exec <= p.replay_last;
   const uint32_t range_count = min(p.range_count, kMaxRangesPerLaunch);
   // A launch of more chunks than a scratch region holds goes without one
-  // (the agent never sends such a launch with one).
-  uint8_t* scratch = p.total_chunks <= kScratchChunks ? reinterpret_cast<uint8_t*>(p.scratch) : nullptr;
+  // (the agent never sends such a launch with one); a launch published per
+  // replay needs none.
+  auto* const partials = reinterpret_cast<ObservationSlot*>(p.partials);
+  uint8_t* scratch = partials == nullptr && p.total_chunks <= kScratchChunks ? reinterpret_cast<uint8_t*>(p.scratch)
+                                                                             : nullptr;
   const bool records = p.record.slots != 0 && p.record.capacity != 0 && p.record.staging_bytes >= kVectorBytes;
   const Sink sink{p.site,
                   reinterpret_cast<ObservationSlot*>(p.slots),
@@ -1061,7 +1078,9 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
                   reinterpret_cast<ObservationRingDevice*>(p.record.staging_device),
                   p.record.staging_bytes,
                   reinterpret_cast<unsigned long long*>(p.record.run_counter),
-                  p.record.run_counter != 0 ? p.record.run_limit : ~uint64_t{0}};
+                  p.record.run_counter != 0 ? p.record.run_limit : ~uint64_t{0},
+                  partials,
+                  p.partial_tag};
 
   if (run) {
     uint32_t ri = 0;   // the range of the block's last chunk: the next one's is it or a later one
@@ -1084,7 +1103,7 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
       chunk.combine = scratch != nullptr && r.chunks > 1 && r.first_chunk + r.chunks <= kScratchChunks;
       // A chunk written alone claims its slot; a combined range's slot is
       // claimed once, by the block of its chunk 0.
-      if (threadIdx.x == kClaimer && (!chunk.combine || r.first_chunk == c)) {
+      if (partials == nullptr && threadIdx.x == kClaimer && (!chunk.combine || r.first_chunk == c)) {
         DeviceRing ring{sink.ring, sink.host};
         sh.sequence[buf] = claimSlot(ring, sink.capacity);
       }
@@ -1126,4 +1145,107 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
     }
   }
   if (state != nullptr && threadIdx.x == 0) countExecution(state, exec, blocks);
+}
+
+// The publish node of a graph whose fingerprint launches wrote partials
+// (fingerprint_abi.h, "partials published per replay"): a warp per range at
+// a time, found by its chunk 0 among the span's partials of this capture's
+// tag. The sums are added in combineChunks's order (lane l adds chunks l,
+// l + 32, ... from +0.0, then the lanes reduce by halves), the other figures
+// in any order; the slot is claimed and written as a fingerprint launch
+// writes its own. The replay index is the graph's SiteState, counted here.
+extern "C" __global__ void __launch_bounds__(tcgd::tensor::kPublishBlockThreads)
+    tcgd_publish(tcgd::tensor::PublishParams q) {
+  using namespace tcgd::tensor;
+  constexpr uint32_t kPublishWarps = kPublishBlockThreads / 32;
+  if (blockDim.x != kPublishBlockThreads || blockDim.y != 1 || blockDim.z != 1) return;
+  __shared__ alignas(16) ObservationSlot staged[kPublishWarps];
+  __shared__ uint32_t shared_exec;
+  auto* state = reinterpret_cast<SiteState*>(q.graph_state);
+  if (threadIdx.x == 0) shared_exec = state != nullptr ? *reinterpret_cast<volatile uint32_t*>(&state->exec) : 0;
+  __syncthreads();
+  const uint32_t exec = shared_exec;
+  const uint32_t lane = threadIdx.x % 32;
+  const uint32_t warp = threadIdx.x / 32;
+  const uint32_t warps = gridDim.x * kPublishWarps;
+  const Sink sink{0,       reinterpret_cast<ObservationSlot*>(q.slots), reinterpret_cast<ObservationRingHost*>(q.ring_host),
+                  reinterpret_cast<ObservationRingDevice*>(q.ring_device), q.capacity, nullptr, nullptr, nullptr,
+                  nullptr, 0, nullptr, nullptr, nullptr, 0, nullptr, 0, nullptr, 0};
+  const ObservationSlot* partials = reinterpret_cast<const ObservationSlot*>(q.partials);
+  constexpr unsigned kAll = 0xffffffffu;
+  for (uint32_t i = blockIdx.x * kPublishWarps + warp; i < q.count; i += warps) {
+    const ObservationSlot& head = partials[i];
+    const uint64_t tag = __ldcg(reinterpret_cast<const unsigned long long*>(&head.commit));
+    const uint32_t chunk = __ldcg(&head.chunk);
+    const uint32_t chunks = __ldcg(&head.chunks);
+    if (tag != q.tag || chunk != 0 || chunks == 0 || chunks > q.count - i) continue;
+    double sum = 0.0, squares = 0.0;
+    double least = __longlong_as_double(0x7ff0000000000000ll);
+    double greatest = -least;
+    unsigned long long hash = 0, nan = 0, pos_inf = 0, neg_inf = 0, zero = 0, elements = 0;
+    unsigned long long first = kNoIndex;
+    bool whole = true;
+    for (uint32_t k = lane; k < chunks; k += kCombineLanes) {
+      const ObservationSlot& s = partials[i + k];
+      whole = whole && __ldcg(reinterpret_cast<const unsigned long long*>(&s.commit)) == q.tag &&
+              __ldcg(&s.chunk) == k;
+      hash += __ldcg(reinterpret_cast<const unsigned long long*>(&s.hash));
+      nan += __ldcg(reinterpret_cast<const unsigned long long*>(&s.nan));
+      pos_inf += __ldcg(reinterpret_cast<const unsigned long long*>(&s.pos_inf));
+      neg_inf += __ldcg(reinterpret_cast<const unsigned long long*>(&s.neg_inf));
+      zero += __ldcg(reinterpret_cast<const unsigned long long*>(&s.zero));
+      elements += __ldcg(reinterpret_cast<const unsigned long long*>(&s.elements));
+      least = fmin(least, __ldcg(&s.minimum));
+      greatest = fmax(greatest, __ldcg(&s.maximum));
+      first = min(first, __ldcg(reinterpret_cast<const unsigned long long*>(&s.first_nonfinite)));
+      sum = __dadd_rn(sum, __ldcg(&s.sum));
+      squares = __dadd_rn(squares, __ldcg(&s.sum_squares));
+    }
+    for (uint32_t o = kCombineLanes / 2; o > 0; o /= 2) {
+      sum = __dadd_rn(sum, __shfl_down_sync(kAll, sum, o));
+      squares = __dadd_rn(squares, __shfl_down_sync(kAll, squares, o));
+      hash += __shfl_down_sync(kAll, hash, o);
+      nan += __shfl_down_sync(kAll, nan, o);
+      pos_inf += __shfl_down_sync(kAll, pos_inf, o);
+      neg_inf += __shfl_down_sync(kAll, neg_inf, o);
+      zero += __shfl_down_sync(kAll, zero, o);
+      elements += __shfl_down_sync(kAll, elements, o);
+      least = fmin(least, __shfl_down_sync(kAll, least, o));
+      greatest = fmax(greatest, __shfl_down_sync(kAll, greatest, o));
+      first = min(first, __shfl_down_sync(kAll, first, o));
+    }
+    // A chunk of the range not written in this capture's span (never the
+    // case for a launch whose node ran): the range is left out.
+    if (!__all_sync(kAll, whole)) continue;
+    unsigned long long seq = 0;
+    if (lane == 0) {
+      ObservationSlot& out = staged[warp];
+      out.site = __ldcg(reinterpret_cast<const unsigned long long*>(&head.site));
+      out.exec = exec;
+      out.range = __ldcg(&head.range);
+      out.chunk = 0;
+      out.chunks = 1;
+      out.dtype = __ldcg(&head.dtype);
+      out.flags = __ldcg(&head.flags);
+      out.elements = elements;
+      out.hash = hash;
+      out.nan = nan;
+      out.pos_inf = pos_inf;
+      out.neg_inf = neg_inf;
+      out.zero = zero;
+      out.minimum = least;
+      out.maximum = greatest;
+      out.sum = sum;
+      out.sum_squares = squares;
+      out.first_nonfinite = first;
+      DeviceRing ring{sink.ring, sink.host};
+      seq = claimSlot(ring, sink.capacity);
+    }
+    seq = __shfl_sync(kAll, seq, 0);
+    __syncwarp();
+    if (seq == kDroppedSlot) continue;
+    writeSlot(sink, staged[warp], seq, lane);
+  }
+  __syncthreads();
+  if (state != nullptr && threadIdx.x == 0) countExecution(state, exec, gridDim.x);
 }

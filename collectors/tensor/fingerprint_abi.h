@@ -332,6 +332,14 @@ struct FingerprintParams {
   uint64_t site_state;   // device address of the site's SiteState; 0 for an eager launch
   uint64_t scratch;      // device address of a ScratchRegion (combine on the device); 0: a slot per chunk
   uint64_t capacity;     // ring slots, a power of two
+  // Captured launches published once per replay ("Partials published per
+  // replay" below): device address of the launch's first PartialSlot, the
+  // partial of chunk c at partials + c (FingerprintRange::first_chunk +
+  // the chunk's index); 0: the launch writes slots itself. With partials
+  // the launch claims nothing, combines nothing, counts no execution
+  // (site_state and scratch are ignored) and writes no ring slot.
+  uint64_t partials;
+  uint64_t partial_tag;  // stored in each partial's `commit` (the capture's tag)
   uint32_t replay_first; // executions outside [replay_first, replay_last] write nothing
   uint32_t replay_last;  // (eager: 0 and 0xffffffff)
   uint32_t total_chunks; // sum of the ranges' chunks
@@ -475,5 +483,41 @@ struct ObservationRingDevice {
   unsigned long long reserved[4];
 };
 static_assert(sizeof(ObservationRingDevice) == 64);
+
+// ---- partials published per replay ------------------------------------------
+// A captured fingerprint node that combines its ranges' chunks (scratch) and
+// claims and writes their slots itself pays a few dependent atomics and a
+// write across the bus on its own critical path, and a replay runs hundreds
+// of such nodes, most of them waited for by the job's next kernel. Instead a
+// captured launch may write each chunk's partial (the ObservationSlot the
+// kernel stages for it: exec 0, chunk and chunks of the range, `commit`
+// holding FingerprintParams::partial_tag) with plain stores to a fixed place
+// in device memory: no claim, no atomics, no host write. The capture's
+// partials lie in one span; once per replay, after every other node of the
+// graph, one publish node (tcgd_publish, PublishParams) combines each
+// range's partials in combineChunks's order into the range's one slot,
+// stamps it with the replay index it counts itself (a SiteState of the
+// graph's), and claims and writes it to the ring as a combining fingerprint
+// launch would: the same slot, bit for bit. Each node rewrites its partials
+// every replay before the publish node reads them, and a graph exec never
+// runs concurrently with itself. A replay's observations reach the ring at
+// its end: a job killed during a replay loses that replay's observations
+// (every completed replay's are there).
+
+// The publish kernel's one entry point and its parameters (passed by value).
+inline constexpr const char* kPublishKernelName = "tcgd_publish";
+inline constexpr uint32_t kPublishBlockThreads = 256;  // a warp per range at a time
+struct PublishParams {
+  uint64_t slots;        // device address of ring slot 0 (mapped host memory)
+  uint64_t ring_host;    // device address of the ring's ObservationRingHost
+  uint64_t ring_device;  // device address of the ring's ObservationRingDevice
+  uint64_t capacity;     // ring slots, a power of two
+  uint64_t partials;     // device address of the span's first partial
+  uint64_t tag;          // partials whose `commit` differs belong to another capture: skipped
+  uint64_t graph_state;  // device address of the graph's SiteState (the replay index)
+  uint32_t count;        // partials in the span
+  uint32_t reserved;
+};
+static_assert(sizeof(PublishParams) == 64);
 
 }  // namespace tcgd::tensor

@@ -155,6 +155,13 @@ struct ProbeRule {
   // Deeper is slower on a GPU-bound step: pending nodes take SMs and memory
   // bandwidth from the kernels they run beside (docs/performance.md).
   uint32_t overlap_depth = 2;
+  // publish=replay|node: whether a captured fingerprint node leaves each
+  // chunk's partial in device memory for one publish node at the end of the
+  // graph to combine and write once per replay (replay; fingerprint_abi.h,
+  // "partials published per replay"), or combines, claims and writes its
+  // ranges' slots itself (node). Launches with a replays= window and launches
+  // that record values always publish their own.
+  bool publish_replay = true;
   // reuse=on|off (fingerprint only): whether a known input of a captured
   // launch that nothing captured since could have written reuses the
   // earlier node's fingerprint instead of being fingerprinted again (on;
@@ -193,7 +200,7 @@ inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
     "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
-    "probes=on|off|only, workspaces=on|off, overlap=on|off, overlap-depth=N (1-16), reuse=on|off; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
+    "probes=on|off|only, workspaces=on|off, overlap=on|off, overlap-depth=N (1-16), reuse=on|off, publish=replay|node; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
     "values=N; record[:KEY=VALUE,...] the same keys and bytes=N[K|M|G], run-bytes=N[K|M|G]; "
     "check:reference=PATH[,abort][,rtol=X][,atol=Y] takes the same keys (one check rule at most) "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
@@ -271,10 +278,10 @@ inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations",
                                              "dtype",  "copies",      "workspaces", "overlap",
                                              "every",  "lines",       "bytes",      "run-bytes",
                                              "values", "reference",   "rtol",       "atol",
-                                             "probes", "reuse",       "overlap-depth"};
+                                             "probes", "reuse",       "overlap-depth", "publish"};
 inline constexpr const char* kKeyList =
     "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, "
-    "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth";
+    "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -588,6 +595,17 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
       return false;
     }
     (key == "every" ? r->every : r->lines) = n;
+    return true;
+  }
+  if (key == "publish") {
+    if (value == "replay") {
+      r->publish_replay = true;
+    } else if (value == "node") {
+      r->publish_replay = false;
+    } else {
+      *error = where + "expected replay or node";
+      return false;
+    }
     return true;
   }
   if (key == "overlap-depth") {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -157,6 +158,7 @@ bool deviceReadyFor(const CaptureFacts& capture, bool count_skips) {
     setup.layout = settings().layout;
     setup.site_capacity = settings().site_capacity;
     setup.scratch_regions = settings().scratch_regions;
+    setup.partial_capacity = settings().partial_capacity;
     std::string why;
     const TensorDevice::State state =
         device().ensureReady(setup, capture.captured || captureTracker().anyActive(), &why);
@@ -248,6 +250,7 @@ CaptureFacts captureFacts(CUstream stream, bool per_thread) {
   f.ordinal = capture.ordinal;
   f.node = capture.nodes->fetch_add(1, std::memory_order_relaxed);
   f.sites = capture.sites;
+  f.table = capture;
   return f;
 }
 
@@ -264,6 +267,65 @@ void prepareDevice() {
 }
 
 bool deviceReady(const CaptureFacts& capture) { return deviceReadyFor(capture, true); }
+
+uint64_t partialTag(uint32_t ordinal) { return (uint64_t{0x7463} << 48) | (uint64_t{ordinal} + 1); }
+
+bool addPublishNode(uint64_t graph_value, uint32_t ordinal, uint32_t first, uint32_t end) {
+  const DriverCalls& d = driverCalls();
+  if (device().state() != TensorDevice::State::kReady || first >= end || graph_value == 0 ||
+      d.graph_get_nodes == nullptr || d.graph_get_edges == nullptr || d.graph_add_kernel_node == nullptr)
+    return false;
+  const DeviceResources& dev = device().resources();
+  if (dev.publish == nullptr || dev.partials == 0) return false;
+  const uint32_t state = g_next_site_state.fetch_add(1, std::memory_order_relaxed);
+  if (state >= dev.site_capacity) return false;
+  auto* graph = reinterpret_cast<CUgraph>(static_cast<uintptr_t>(graph_value));
+  // The graph's sinks (nodes nothing depends on): every node of a replay
+  // runs before the publish node that depends on them all.
+  size_t node_count = 0, edge_count = 0;
+  if (d.graph_get_nodes(graph, nullptr, &node_count) != CUDA_SUCCESS ||
+      d.graph_get_edges(graph, nullptr, nullptr, nullptr, &edge_count) != CUDA_SUCCESS || node_count == 0)
+    return false;
+  // Capture end is not a hot path; one block of memory for the lists.
+  const size_t words = 2 * node_count + 2 * edge_count;
+  auto* memory = static_cast<CUgraphNode*>(std::malloc(words * sizeof(CUgraphNode) + edge_count * sizeof(CUgraphEdgeData)));
+  if (memory == nullptr) return false;
+  CUgraphNode* nodes = memory;
+  CUgraphNode* sinks = nodes + node_count;
+  CUgraphNode* from = sinks + node_count;
+  CUgraphNode* to = from + edge_count;
+  auto* data = reinterpret_cast<CUgraphEdgeData*>(to + edge_count);
+  bool ok = d.graph_get_nodes(graph, nodes, &node_count) == CUDA_SUCCESS &&
+            d.graph_get_edges(graph, from, to, data, &edge_count) == CUDA_SUCCESS;
+  size_t sink_count = 0;
+  if (ok) {
+    std::sort(from, from + edge_count);
+    for (size_t i = 0; i < node_count; ++i)
+      if (!std::binary_search(from, from + edge_count, nodes[i])) sinks[sink_count++] = nodes[i];
+    ::tcgd::tensor::PublishParams q{};
+    q.slots = dev.slots;
+    q.ring_host = dev.ring_host;
+    q.ring_device = dev.ring_device;
+    q.capacity = dev.capacity;
+    q.partials = dev.partials + uint64_t{first} * sizeof(::tcgd::tensor::ObservationSlot);
+    q.tag = partialTag(ordinal);
+    q.graph_state = dev.site_states + uint64_t{state} * sizeof(::tcgd::tensor::SiteState);
+    q.count = end - first;
+    constexpr uint32_t kWarps = ::tcgd::tensor::kPublishBlockThreads / 32;
+    void* args[] = {&q};
+    CUDA_KERNEL_NODE_PARAMS params{};
+    params.func = dev.publish;
+    params.gridDimX = std::max<uint32_t>(1, std::min<uint32_t>((q.count + kWarps - 1) / kWarps, dev.max_grid));
+    params.gridDimY = params.gridDimZ = 1;
+    params.blockDimX = ::tcgd::tensor::kPublishBlockThreads;
+    params.blockDimY = params.blockDimZ = 1;
+    params.kernelParams = args;
+    CUgraphNode node = nullptr;
+    ok = d.graph_add_kernel_node(&node, graph, sinks, sink_count, &params) == CUDA_SUCCESS;
+  }
+  std::free(memory);
+  return ok;
+}
 
 // Fingerprints the ranges of `scan` after the launch and describes the site.
 void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
@@ -377,12 +439,35 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
       ++next;
     }
     if (n == 0) break;
-    // A captured fingerprint launch counts its own executions (its replay
-    // index) in a SiteState of its own; a site with more ranges than one
-    // launch takes has several launches, each with its own count, all equal
-    // to the replay index.
+    fillRecord(settings().rules.rule(static_cast<size_t>(p.rule)), static_cast<uint32_t>(p.rule), dev, &fp.record);
+    if (p.expected_blobs != 0 && dev.staging_bytes != 0) {
+      // tcgd_check: its bytes whole, whatever the rule's budgets (the
+      // recorder compares them with the expected values).
+      fillRecord(recordAll(), 0, dev, &fp.record);
+      fp.record.run_counter = dev.run_counters + uint64_t{static_cast<uint32_t>(p.rule)} * 8;
+    }
+    // Captured, publish=replay: the chunks' partials go to the arena, and
+    // the capture's publish node combines and writes them once per replay
+    // (fingerprint_abi.h); a launch that records, or one limited to a window
+    // of replays (it needs its execution count), publishes its own.
+    uint32_t partial = UINT32_MAX;
+    if (p.capture.captured && rule.publish_replay && fp.record.slots == 0 && replay_first == 0 &&
+        replay_last == UINT32_MAX && dev.partials != 0) {
+      partial = device().takePartials(chunks);
+      if (partial == UINT32_MAX) {
+        count(kPartialsFull);
+      } else {
+        CaptureTable::notePartials(p.capture.table, partial, partial + chunks);
+      }
+    }
+    fp.partials = partial != UINT32_MAX ? dev.partials + uint64_t{partial} * sizeof(::tcgd::tensor::ObservationSlot) : 0;
+    fp.partial_tag = partial != UINT32_MAX ? partialTag(p.capture.ordinal) : 0;
+    // A captured fingerprint launch that publishes its own counts its own
+    // executions (its replay index) in a SiteState of its own; a site with
+    // more ranges than one launch takes has several launches, each with its
+    // own count, all equal to the replay index.
     uint64_t site_state = 0;
-    if (p.capture.captured) {
+    if (p.capture.captured && partial == UINT32_MAX) {
       const uint32_t index = g_next_site_state.fetch_add(1, std::memory_order_relaxed);
       if (index >= dev.site_capacity) {
         status = 5;  // site_states_full: the site is described, not observed
@@ -402,13 +487,6 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     fp.replay_last = replay_last;
     fp.range_count = n;
     fp.total_chunks = chunks;
-    fillRecord(settings().rules.rule(static_cast<size_t>(p.rule)), static_cast<uint32_t>(p.rule), dev, &fp.record);
-    if (p.expected_blobs != 0 && dev.staging_bytes != 0) {
-      // tcgd_check: its bytes whole, whatever the rule's budgets (the
-      // recorder compares them with the expected values).
-      fillRecord(recordAll(), 0, dev, &fp.record);
-      fp.record.run_counter = dev.run_counters + uint64_t{static_cast<uint32_t>(p.rule)} * 8;
-    }
     if (device().launch(&fp, stream) != CUDA_SUCCESS) {
       status = 6;  // launch_failed
       count(kSkipLaunchFailed);

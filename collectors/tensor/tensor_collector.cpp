@@ -128,6 +128,7 @@ bool doStart() {
       std::min<uint64_t>(inForceNumber("TCGD_TENSOR_MAX_RANGES", 1024), Scratch::kMaxRanges));
   s->site_capacity = static_cast<uint32_t>(inForceNumber("TCGD_TENSOR_SITES", 65536));
   s->scratch_regions = static_cast<uint32_t>(inForceNumber("TCGD_TENSOR_SCRATCH", 64));
+  s->partial_capacity = static_cast<uint32_t>(inForceNumber("TCGD_TENSOR_PARTIALS", 65536));
   s->layout = observationLayout(agent::config().tensor_slots,
                                 stagingBytesFor(rules, agent::config().tensor_staging));
   // Blocks are many and small; driver allocations and the allocator's
@@ -615,10 +616,23 @@ int captureEnded(CUstream stream, uint64_t graph, CUresult result) {
   // 901: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED also ends the capture.
   if ((result != CUDA_SUCCESS && static_cast<int>(result) != 901) || !enabled()) return 0;
   CaptureTable::Capture capture;
-  uint32_t nodes = 0, sites = 0;
-  if (!captures().end(reinterpret_cast<uintptr_t>(stream), &capture, &nodes, &sites)) return 0;
+  uint32_t nodes = 0, sites = 0, partial_first = UINT32_MAX, partial_end = 0;
+  if (!captures().end(reinterpret_cast<uintptr_t>(stream), &capture, &nodes, &sites, &partial_first, &partial_end))
+    return 0;
   (void)agent::emit(kRecordTensorCaptureEnd, RecordClass::kTensor, 0, capture.ordinal, capture.id,
                     graph, nodes, sites);
+  // publish=replay: the node that writes the capture's observations once per
+  // replay, after everything else of the graph.
+  if (result == CUDA_SUCCESS && partial_first < partial_end) {
+    if (addPublishNode(graph, capture.ordinal, partial_first, partial_end)) {
+      count(kPublishNodes);
+    } else {
+      count(kPublishFailed);
+      TCGD_LOG_WARN_ONCE(
+          "tcgd could not add the publish node to a captured graph: its fingerprints, left in device memory "
+          "for it (publish=replay), are not observed (counted as publish_failed); publish=node avoids it");
+    }
+  }
   if (Scratch* sc = scratch(); sc != nullptr && sc->pending.used != 0) overlapForget(sc->pending, capture.id);
   return 0;
 }

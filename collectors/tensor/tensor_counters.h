@@ -33,6 +33,9 @@ enum TensorCounter : uint32_t {
   kProbesUnknownMemory,        // explicit probes refused: their bytes lie in no allocation tcgd knows
   kChecksWithoutStaging,       // tcgd_check calls under rules that record no values (not observed)
   kRangesReused,               // known inputs of captured launches that reused an earlier fingerprint (known_inputs.h)
+  kPartialsFull,               // captured launches that combined on their own: the partials arena was used up (publish=replay)
+  kPublishNodes,               // publish nodes added to captured graphs (publish=replay)
+  kPublishFailed,              // captures whose publish node could not be added: their partials are never published
   kCounterCount,
 };
 
@@ -43,6 +46,7 @@ inline constexpr const char* kTensorCounterNames[] = {
     "manual_graph_nodes", "graph_exec_updates", "no_scratch",
     "ranges_workspace", "overlap_nodes",     "overlap_joins",     "overlap_failed",
     "probes_unknown_memory", "checks_without_staging", "ranges_reused",
+    "partials_full",   "publish_nodes",      "publish_failed",
 };
 static_assert(std::size(kTensorCounterNames) == kCounterCount);
 

@@ -509,6 +509,56 @@ FAKE_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t*
   FAKE_RETURN(cuGraphGetNodes, CUDA_SUCCESS);
 }
 
+// cuGraphGetEdges_v2: every edge (a dependency) as from[i] -> to[i], plain
+// edges (edgeData zeroed), in node and dependency order; with from and to
+// both NULL, the count only. As documented, a short array gets the first
+// *numEdges edges and *numEdges says how many the graph has.
+namespace fake {
+namespace {
+CUresult graphEdges(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* data, size_t* numEdges) {
+  if (numEdges == nullptr || (from == nullptr) != (to == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  if (!isGraph(hGraph)) return CUDA_ERROR_INVALID_VALUE;
+  Graph* graph = reinterpret_cast<Graph*>(hGraph);
+  std::lock_guard lock(graph->mutex);
+  size_t have = 0;
+  for (const Node* n : graph->nodes) have += n->deps.size();
+  if (from == nullptr) {
+    *numEdges = have;
+    return CUDA_SUCCESS;
+  }
+  const size_t asked = *numEdges;
+  size_t i = 0;
+  for (const Node* n : graph->nodes) {
+    for (const Node* dep : n->deps) {
+      if (i < asked) {
+        from[i] = reinterpret_cast<CUgraphNode>(const_cast<Node*>(dep));
+        to[i] = reinterpret_cast<CUgraphNode>(const_cast<Node*>(n));
+        if (data != nullptr) data[i] = CUgraphEdgeData{};
+      }
+      ++i;
+    }
+  }
+  for (; i < asked; ++i) {
+    from[i] = to[i] = nullptr;
+    if (data != nullptr) data[i] = CUgraphEdgeData{};
+  }
+  if (asked > have) *numEdges = have;
+  return CUDA_SUCCESS;
+}
+}  // namespace
+}  // namespace fake
+
+FAKE_EXPORT CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to, size_t* numEdges) {
+  FAKE_ENTER(cuGraphGetEdges);
+  FAKE_RETURN(cuGraphGetEdges, fake::graphEdges(hGraph, from, to, nullptr, numEdges));
+}
+
+FAKE_EXPORT CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* edgeData,
+                                        size_t* numEdges) {
+  FAKE_ENTER(cuGraphGetEdges_v2);
+  FAKE_RETURN(cuGraphGetEdges_v2, fake::graphEdges(hGraph, from, to, edgeData, numEdges));
+}
+
 FAKE_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type) {
   FAKE_ENTER(cuGraphNodeGetType);
   const Node* node = fake::nodeOf(hNode);

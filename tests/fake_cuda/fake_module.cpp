@@ -3,7 +3,8 @@
 // (0xBA55ED50, little-endian at offset 0). Its one entry point,
 // tcgd_fingerprint (collectors/tensor/fingerprint_abi.h), takes one
 // parameter of sizeof(FingerprintParams) and runs the CPU reference of the
-// fingerprint kernel (tests/tensor/fingerprint_reference.h) on host memory,
+// fingerprint kernel (tests/tensor/fingerprint_reference.h) on host memory;
+// tcgd_publish, of sizeof(PublishParams), runs the reference's publish,
 // when the fake was built with it (FAKE_CUDA_HAVE_FINGERPRINT_REFERENCE);
 // without it the kernel launches and captures but writes nothing. Other
 // images are CUDA_ERROR_INVALID_IMAGE, other names CUDA_ERROR_NOT_FOUND.
@@ -28,12 +29,22 @@ constexpr uint32_t kFatbinMagic = 0xBA55ED50u;
 struct Image {
   Magic magic;
   Kernel* kernel;
+  Kernel* publish;  // tcgd_publish
 };
 
 void fingerprintBody(void* const* params, const uint32_t* grid, const uint32_t* block, void* user) {
   (void)grid, (void)block, (void)user;
 #ifdef FAKE_CUDA_HAVE_FINGERPRINT_REFERENCE
   tcgd::tensor::reference::execute(*static_cast<const tcgd::tensor::FingerprintParams*>(params[0]));
+#else
+  (void)params;
+#endif
+}
+
+void publishBody(void* const* params, const uint32_t* grid, const uint32_t* block, void* user) {
+  (void)grid, (void)block, (void)user;
+#ifdef FAKE_CUDA_HAVE_FINGERPRINT_REFERENCE
+  tcgd::tensor::reference::publish(*static_cast<const tcgd::tensor::PublishParams*>(params[0]));
 #else
   (void)params;
 #endif
@@ -50,7 +61,10 @@ CUresult load(void** out, const void* image, Magic magic, int family) {
   const uint32_t size = sizeof(tcgd::tensor::FingerprintParams);
   Kernel* kernel = makeKernel(tcgd::tensor::kFingerprintKernelName, family, 1, &offset, &size);
   kernel->body = &fingerprintBody;
-  *out = fake::retained<Image>(magic, kernel);
+  const uint32_t publish_size = sizeof(tcgd::tensor::PublishParams);
+  Kernel* publish = makeKernel(tcgd::tensor::kPublishKernelName, family, 1, &offset, &publish_size);
+  publish->body = &publishBody;
+  *out = fake::retained<Image>(magic, kernel, publish);
   return CUDA_SUCCESS;
 }
 
@@ -64,8 +78,14 @@ CUresult getKernel(void** out, const void* handle, Magic magic, const char* name
   if (out == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Image* image = imageOf(handle, magic);
   if (image == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  if (std::strcmp(name, image->kernel->name) != 0) return CUDA_ERROR_NOT_FOUND;
-  *out = image->kernel;  // the same handle for every lookup of a name
+  // the same handle for every lookup of a name
+  if (std::strcmp(name, image->kernel->name) == 0) {
+    *out = image->kernel;
+  } else if (std::strcmp(name, image->publish->name) == 0) {
+    *out = image->publish;
+  } else {
+    return CUDA_ERROR_NOT_FOUND;
+  }
   return CUDA_SUCCESS;
 }
 
@@ -76,6 +96,7 @@ CUresult unload(const void* handle, Magic magic) {
   if (image == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   image->magic = Magic{0};
   image->kernel->magic = Magic{0};  // its launches are now CUDA_ERROR_INVALID_HANDLE
+  image->publish->magic = Magic{0};
   return CUDA_SUCCESS;
 }
 

@@ -48,7 +48,9 @@ void eagerCase(Ring& ring, const std::string& group, const std::string& name, co
 
 // Every correctness case: dtypes, placements of NaN and Inf, sizes,
 // misaligned ranges, launches of many ranges and grids, execution counting
-// eager and captured, and the ring's drops (on small rings of its own).
+// eager and captured, and the ring's drops (on small rings of its own). On a
+// publishing ring (partials, then the publish kernel) the cases of data and
+// launch shapes only.
 void runCorrectness(Ring& ring);
 
 }  // namespace tcgd::tensor::gpu_check

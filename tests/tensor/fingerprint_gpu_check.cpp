@@ -388,6 +388,7 @@ int main(int argc, char** argv) {
   CUmodule module;
   CK(cu.cuModuleLoadData(&module, tcgd::collectors::tensor::fingerprintImage()));
   CK(cu.cuModuleGetFunction(&kernel, module, kFingerprintKernelName));
+  CK(cu.cuModuleGetFunction(&publish_kernel, module, kPublishKernelName));
   int regs = -1, local = -1, blocks_per_sm = -1;
   if (cu.cuFuncGetAttribute != nullptr) {
     CK(cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel));
@@ -411,6 +412,14 @@ int main(int argc, char** argv) {
   {
     Ring ring(1u << 13, /*scratch=*/false);
     group_suffix = "/chunks";
+    runCorrectness(ring);
+    group_suffix.clear();
+  }
+  {
+    // Captured launches published per replay: partials, then the publish
+    // kernel combines and writes them.
+    Ring ring(1u << 13, /*scratch=*/false, /*publish=*/true);
+    group_suffix = "/publish";
     runCorrectness(ring);
     group_suffix.clear();
   }

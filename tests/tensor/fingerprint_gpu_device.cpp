@@ -9,11 +9,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "tests/tensor/fingerprint_reference.h"
+
 namespace tcgd::tensor::gpu_check {
 
 Driver cu;
 CUstream stream = nullptr;
 CUfunction kernel = nullptr;
+CUfunction publish_kernel = nullptr;
 uint32_t agent_max_grid = 4;
 
 #define TCGD_STR2(x) #x
@@ -70,7 +73,7 @@ void zero(CUdeviceptr dst, size_t bytes) {
 Buffer::Buffer(size_t n) : host(n) { CK(cu.cuMemAlloc(&dev, std::max<size_t>(n, 1))); }
 Buffer::~Buffer() { cu.cuMemFree(dev); }
 
-Ring::Ring(uint64_t capacity, bool scratch) : capacity_(capacity) {
+Ring::Ring(uint64_t capacity, bool scratch, bool publish) : capacity_(capacity) {
   bytes_ = (kObservationRingHeaderBytes + capacity * sizeof(ObservationSlot) + 4095) / 4096 * 4096;
   fd_ = memfd_create("tcgd-fingerprint-check", MFD_CLOEXEC);
   if (fd_ < 0 || ftruncate(fd_, static_cast<off_t>(bytes_)) != 0) check(CUDA_ERROR_OUT_OF_MEMORY, "memfd");
@@ -89,10 +92,15 @@ Ring::Ring(uint64_t capacity, bool scratch) : capacity_(capacity) {
     CK(cu.cuMemAlloc(&scratch_, kScratchRegionBytes));
     zero(scratch_, kScratchRegionBytes);
   }
+  if (publish) {
+    CK(cu.cuMemAlloc(&partials_, uint64_t{kPartials} * sizeof(ObservationSlot)));
+    zero(partials_, uint64_t{kPartials} * sizeof(ObservationSlot));
+  }
 }
 
 Ring::~Ring() {
   if (scratch_ != 0) cu.cuMemFree(scratch_);
+  if (partials_ != 0) cu.cuMemFree(partials_);
   cu.cuMemFree(device_);
   cu.cuMemHostUnregister(base_);
   munmap(base_, bytes_);
@@ -105,6 +113,34 @@ void Ring::fillParams(FingerprintParams* p) const {
   p->ring_device = device_;
   p->scratch = scratch_;
   p->capacity = capacity_;
+  p->partials = partials_;
+  p->partial_tag = partials_ != 0 ? kTag : 0;
+}
+
+void Ring::publish(uint32_t count) const {
+  PublishParams q{};
+  q.slots = host_dev_ + kObservationRingHeaderBytes;
+  q.ring_host = host_dev_;
+  q.ring_device = device_;
+  q.capacity = capacity_;
+  q.partials = partials_;
+  q.tag = kTag;
+  q.count = count;
+  void* args[] = {&q};
+  const uint32_t warps = kPublishBlockThreads / 32;
+  const uint32_t grid = std::max<uint32_t>(1, std::min<uint32_t>((count + warps - 1) / warps, agent_max_grid));
+  CK(cu.cuLaunchKernel(publish_kernel, grid, 1, 1, kPublishBlockThreads, 1, 1, 0, stream, args, nullptr));
+}
+
+std::vector<ObservationSlot> expectedSlots(const Ring& ring, const Launch& l) {
+  if (!ring.publishes()) return reference::launchSlots(l.host, 0);
+  // The partials where the launch leaves them (at first_chunk + chunk).
+  std::vector<ObservationSlot> at(l.host.total_chunks);
+  const std::vector<ObservationSlot> partials = reference::launchPartials(l.host);
+  size_t i = 0;
+  for (uint32_t r = 0; r < l.host.range_count; ++r)
+    for (uint32_t c = 0; c < l.host.ranges[r].chunks; ++c) at[l.host.ranges[r].first_chunk + c] = partials[i++];
+  return reference::publishSlots(at.data(), static_cast<uint32_t>(at.size()), Ring::kTag, 0);
 }
 
 ObservationRingDevice Ring::deviceState() const {

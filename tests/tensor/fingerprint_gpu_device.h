@@ -82,7 +82,12 @@ class Ring {
   // With `scratch`, launches get a scratch region of their own (zeroed
   // device memory, fingerprint_abi.h), as the agent's do: the kernel combines
   // a range's chunks into one slot. Without, a slot per chunk.
-  explicit Ring(uint64_t capacity, bool scratch = false);
+  //
+  // With `publish`, launches leave their chunks' partials in device memory
+  // instead (FingerprintParams::partials: fingerprint_abi.h, "partials
+  // published per replay") and publish() runs the publish kernel over them,
+  // as a captured graph's publish node does (no execution count: exec 0).
+  explicit Ring(uint64_t capacity, bool scratch = false, bool publish = false);
   ~Ring();
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
@@ -94,6 +99,11 @@ class Ring {
   // why in *error), then the consumer moved on (unless !advance).
   bool drain(std::vector<ObservationSlot>* out, std::string* error, bool advance = true);
   uint64_t maxMark() const;
+  bool publishes() const { return partials_ != 0; }
+  // Enqueues the publish kernel over the first `count` partials.
+  void publish(uint32_t count) const;
+  static constexpr uint32_t kPartials = 1u << 16;
+  static constexpr uint64_t kTag = 0x7463000000000042ull;
   uint64_t mark(uint32_t i) const { return host_->drop_marks[i]; }
 
  private:
@@ -106,6 +116,7 @@ class Ring {
   CUdeviceptr host_dev_ = 0;
   CUdeviceptr device_ = 0;
   CUdeviceptr scratch_ = 0;
+  CUdeviceptr partials_ = 0;
   uint64_t consumer_ = 0;
 };
 
@@ -123,12 +134,17 @@ struct Launch {
 };
 
 extern CUfunction kernel;
+extern CUfunction publish_kernel;  // tcgd_publish
 extern uint32_t agent_max_grid;  // the agent's grid cap, 4 blocks per SM (collectors/tensor/device_state.cpp)
 
 Launch makeLaunch(const Ring& ring, const std::vector<Range>& ranges, CUdeviceptr state = 0, uint32_t first = 0,
                   uint32_t last = 0xffffffffu);
 // Enqueues on `stream` with `grid` blocks (0: one block per chunk).
 void enqueue(const Launch& l, uint32_t grid = 0);
+// What the ring holds after `l` ran (and, on a publishing ring, the publish
+// kernel after it), by the CPU reference: launchSlots(l.host, 0), or the
+// reference's publishSlots over the partials the launch leaves.
+std::vector<ObservationSlot> expectedSlots(const Ring& ring, const Launch& l);
 // The grid the agent launches a launch of `chunks` chunks with.
 uint32_t agentGrid(uint32_t chunks);
 

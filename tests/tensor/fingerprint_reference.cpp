@@ -363,7 +363,77 @@ RecordSlot recordSlot(const FingerprintParams& params, const FingerprintRange& r
   return s;
 }
 
+std::vector<ObservationSlot> launchPartials(const FingerprintParams& params) {
+  std::vector<ObservationSlot> out;
+  const uint32_t count = std::min(params.range_count, kMaxRangesPerLaunch);
+  for (uint32_t r = 0; r < count; ++r) {
+    const FingerprintRange& range = params.ranges[r];
+    const auto* data = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(range.ptr));
+    for (uint32_t c = 0; c < range.chunks; ++c) {
+      ObservationSlot s = chunkPartial(data, range.bytes, range.dtype, params.site, 0, range.index, c, range.chunks,
+                                       chunkShiftOf(range));
+      s.commit = params.partial_tag;
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+std::vector<ObservationSlot> publishSlots(const ObservationSlot* partials, uint32_t count, uint64_t tag,
+                                          uint32_t exec) {
+  std::vector<ObservationSlot> out;
+  for (uint32_t i = 0; i < count; ++i) {
+    const ObservationSlot& head = partials[i];
+    if (head.commit != tag || head.chunk != 0 || head.chunks == 0 || head.chunks > count - i) continue;
+    std::vector<ObservationSlot> chunks(partials + i, partials + i + head.chunks);
+    bool whole = true;
+    for (uint32_t k = 0; k < head.chunks; ++k) whole = whole && chunks[k].commit == tag && chunks[k].chunk == k;
+    if (!whole) continue;
+    for (ObservationSlot& c : chunks) c.exec = exec;
+    ObservationSlot s = combinedSlot(chunks);
+    s.site = head.site;
+    s.exec = exec;
+    s.flags = head.flags;
+    out.push_back(s);
+  }
+  return out;
+}
+
+void publish(const PublishParams& q) {
+  auto* state = reinterpret_cast<SiteState*>(static_cast<uintptr_t>(q.graph_state));
+  const uint32_t exec = state != nullptr ? __atomic_load_n(&state->exec, __ATOMIC_ACQUIRE) : 0;
+  SequentialRing ring{at<ObservationRingDevice>(q.ring_device), at<ObservationRingHost>(q.ring_host)};
+  auto* slots = at<ObservationSlot>(q.slots);
+  for (const ObservationSlot& done : publishSlots(at<const ObservationSlot>(q.partials), q.count, q.tag, exec)) {
+    const uint64_t seq = claimSlot(ring, q.capacity);
+    if (seq == kDroppedSlot) continue;
+    ObservationSlot* slot = &slots[seq & (q.capacity - 1)];
+    ObservationSlot copy = done;
+    copy.commit = commitFor(seq, copy);
+    std::memcpy(static_cast<void*>(slot), &copy, offsetof(ObservationSlot, commit));
+    __atomic_store_n(&slot->commit, copy.commit, __ATOMIC_RELEASE);
+  }
+  if (state != nullptr) {
+    __atomic_store_n(&state->done, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&state->exec, exec + 1, __ATOMIC_RELEASE);
+  }
+}
+
 void execute(const FingerprintParams& params) {
+  if (params.partials != 0) {
+    // Published per replay: the partials at their places, nothing claimed,
+    // no execution counted (fingerprint_abi.h).
+    if (params.record.slots != 0) recordLaunch(params, 0);
+    auto* partials = at<ObservationSlot>(params.partials);
+    const std::vector<ObservationSlot> all = launchPartials(params);
+    uint32_t i = 0;
+    const uint32_t count = std::min(params.range_count, kMaxRangesPerLaunch);
+    for (uint32_t r = 0; r < count; ++r) {
+      const FingerprintRange& range = params.ranges[r];
+      for (uint32_t c = 0; c < range.chunks; ++c) partials[range.first_chunk + c] = all[i++];
+    }
+    return;
+  }
   auto* state = reinterpret_cast<SiteState*>(static_cast<uintptr_t>(params.site_state));
   const uint32_t exec = state != nullptr ? __atomic_load_n(&state->exec, __ATOMIC_ACQUIRE) : 0;
   if (exec >= params.replay_first && exec <= params.replay_last) recordLaunch(params, exec);

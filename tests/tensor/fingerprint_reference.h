@@ -52,7 +52,27 @@ std::vector<ObservationSlot> launchSlots(const FingerprintParams& params, uint32
 // counter and the staging, the bytes copied to the staging (wrapping at its
 // end, zero-padded to a whole vector past the range's end), then the record
 // slot with its commit, as the kernel's chunks do.
+//
+// A launch with params.partials (published per replay: fingerprint_abi.h)
+// writes each chunk's partial (launchPartials) at partials + first_chunk +
+// chunk instead, and claims and counts nothing.
 void execute(const FingerprintParams& params);
+
+// The partials a launch published per replay leaves, in range and chunk
+// order: partials() of execution 0 with `commit` = params.partial_tag.
+std::vector<ObservationSlot> launchPartials(const FingerprintParams& params);
+
+// What one execution `exec` of a publish node writes for the span
+// partials[0..count) of `tag`: for each range whose chunk 0 and every
+// chunk after it carry the tag, combinedSlot() of its chunks (site, range,
+// dtype and flags of its chunk 0), in span order (commit left 0).
+std::vector<ObservationSlot> publishSlots(const ObservationSlot* partials, uint32_t count, uint64_t tag,
+                                          uint32_t exec);
+
+// Runs one execution of a publish node (tcgd_publish) on host memory: the
+// execution index from the SiteState at q.graph_state (advanced after),
+// publishSlots() claimed and written into the ring as execute() writes.
+void publish(const PublishParams& q);
 
 // The record slot of one recording chunk as the kernel writes it (commit
 // left 0), for a claim: what `execute` writes and the GPU check expects.

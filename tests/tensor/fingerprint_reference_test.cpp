@@ -468,6 +468,58 @@ TEST(FingerprintLaunch, SiteStateCountsExecutionsAndTheWindowSelects) {
   }
 }
 
+// Published per replay: a launch leaves its chunks' partials at their places
+// and claims nothing; the publish node writes, for each range, the slot a
+// combining launch (a scratch region) writes, bit for bit, with the replay
+// index it counts itself. Partials of another capture's tag are skipped.
+TEST(FingerprintLaunch, PublishedPerReplayGivesTheCombinedSlots) {
+  HostRing ring(64);
+  const std::vector<std::vector<uint8_t>> ranges = {randomBytes(5 * kSmallChunk + 24, 11), {},
+                                                    randomBytes(100, 12), randomBytes(70 * kSmallChunk + 8, 13)};
+  FingerprintParams p = launch(ring, nullptr, ranges);
+  std::vector<ObservationSlot> partials(p.total_chunks + 2);
+  // Two partials of another capture after the launch's: never published.
+  partials[p.total_chunks].commit = 0x7463000000000099ull;
+  partials[p.total_chunks].chunks = 1;
+  partials[p.total_chunks + 1] = partials[p.total_chunks];
+  p.partials = reinterpret_cast<uintptr_t>(partials.data());
+  p.partial_tag = 0x7463000000000001ull;
+  reference::execute(p);
+  EXPECT_EQ(ring.device.claimed, 0u);  // nothing claimed by the launch
+  for (uint32_t c = 0; c < p.total_chunks; ++c) EXPECT_EQ(partials[c].commit, p.partial_tag) << "partial " << c;
+
+  SiteState graph{};
+  graph.exec = 5;  // the sixth replay
+  PublishParams q{};
+  q.slots = p.slots;
+  q.ring_host = p.ring_host;
+  q.ring_device = p.ring_device;
+  q.capacity = p.capacity;
+  q.partials = p.partials;
+  q.tag = p.partial_tag;
+  q.graph_state = reinterpret_cast<uintptr_t>(&graph);
+  q.count = static_cast<uint32_t>(partials.size());
+  reference::publish(q);
+  EXPECT_EQ(graph.exec, 6u);
+
+  FingerprintParams combining = p;
+  combining.partials = 0;
+  combining.scratch = 1;  // any region: the reference combines
+  const auto want = reference::launchSlots(combining, 5);
+  ASSERT_EQ(want.size(), ranges.size());
+  ASSERT_EQ(ring.device.claimed, ranges.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ObservationSlot got = ring.slots[i];
+    EXPECT_EQ(got.commit, commitFor(i, got));
+    got.commit = 0;
+    EXPECT_EQ(std::memcmp(&got, &want[i], sizeof(got)), 0) << "range " << i << ": " << got.chunks << " "
+                                                           << want[i].chunks;
+  }
+  // A range with a chunk missing (its partial of another tag) is left out.
+  partials[1].commit = 0;
+  EXPECT_EQ(reference::publishSlots(partials.data(), q.count, q.tag, 0).size(), ranges.size() - 1);
+}
+
 TEST(FingerprintLaunch, EagerLaunchesAreExecutionZero) {
   HostRing ring(16);
   const std::vector<std::vector<uint8_t>> ranges = {randomBytes(64, 8)};

@@ -162,6 +162,12 @@ TEST(ProbeRules, WhatEngineersType) {
     EXPECT_EQ(p.overlap_depth, 1u);
     EXPECT_EQ(parse("fingerprint:overlap-depth=16").rules.at(0).overlap_depth, 16u);
   }
+  {
+    // Captured fingerprints are published once per replay unless told not to.
+    EXPECT_TRUE(parse("fingerprint").rules.at(0).publish_replay);
+    EXPECT_FALSE(parse("fingerprint:publish=node").rules.at(0).publish_replay);
+    EXPECT_TRUE(parse("record:publish=replay").rules.at(0).publish_replay);
+  }
 }
 
 TEST(ProbeRules, PrintTakesEveryAndLinesBesideTheSameKeys) {
@@ -293,12 +299,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRule{"fingerprint:kernal=~x",
                 "rule 1: unknown key 'kernal' (did you mean 'kernel'? expected one of kernel, "
                 "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, "
-                "bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth)"},
+                "bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish)"},
         BadRule{"fingerprint:size=1",
                 "rule 1: unknown key 'size' (expected one of kernel, exclude, invocations, when, "
                 "graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values, "
-                "reference, rtol, atol, probes, reuse, overlap-depth)"},
+                "reference, rtol, atol, probes, reuse, overlap-depth, publish)"},
         BadRule{"fingerprint:bytes=1M", "rule 1: bytes= is an option of record (record:bytes=N)"},
+        BadRule{"fingerprint:publish=graph", "rule 1: publish=graph: expected replay or node"},
         BadRule{"fingerprint:overlap-depth=0",
                 "rule 1: overlap-depth=0: expected an integer between 1 and 16"},
         BadRule{"fingerprint:overlap-depth=17",

@@ -741,12 +741,27 @@ TEST_F(TensorPipeline, CudnnWorkspaceIsScratchDuringTheExecutionOnly) {
 // values right after its own kernel: a kernel that writes what the one
 // before read waits for its fingerprint, and so does work on another stream
 // behind an event. With overlap=off every fingerprint node is in its
-// stream's order (the graph has the same nodes).
+// stream's order (the graph has the same nodes). The fingerprints are
+// published once per replay by the graph's publish node (publish=replay,
+// the default: one more node, run last) or by each node (publish=node):
+// the same observations; with TCGD_TENSOR_PARTIALS=1 the arena holds the
+// first launch's one partial only, and the launches after it publish their
+// own (partials_full), beside the publish node; with 0, none is added.
 TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues) {
-  for (const char* rules : {"fingerprint", "fingerprint:overlap=off"}) {
-    SCOPED_TRACE(rules);
+  struct Case {
+    const char* rules;
+    const char* partials;
+    uint32_t publish_nodes;
+    uint32_t partials_full;
+  };
+  for (const Case c : {Case{"fingerprint", "65536", 1, 0}, Case{"fingerprint:overlap=off", "65536", 1, 0},
+                       Case{"fingerprint:publish=node", "65536", 0, 0}, Case{"fingerprint", "1", 1, 3},
+                       Case{"fingerprint", "0", 0, 0}}) {
+    const char* rules = c.rules;
+    SCOPED_TRACE(std::string(rules) + " TCGD_TENSOR_PARTIALS=" + c.partials);
     TempDir dir;
-    const ProgramRun run = runUnderAgent(dir, rules, "overlap", {"FAKE_CUDA_GRAPH_ORDER=latest"});
+    const ProgramRun run = runUnderAgent(dir, rules, "overlap",
+                                         {"FAKE_CUDA_GRAPH_ORDER=latest", std::string("TCGD_TENSOR_PARTIALS=") + c.partials});
     ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
     const TensorBundle b = readTensorBundle(run.tensor_bundle);
     ASSERT_TRUE(b.has_trailer);
@@ -776,7 +791,11 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
     const auto& counted = b.counters.back().skipped();
     const auto counter = [&](const char* name) { return counted.count(name) ? counted.at(name) : 0u; };
     EXPECT_EQ(counter("overlap_failed"), 0u);
-    if (std::string(rules) == "fingerprint") {
+    const bool per_node = c.publish_nodes == 0;
+    EXPECT_EQ(counter("publish_nodes"), c.publish_nodes);
+    EXPECT_EQ(counter("publish_failed"), 0u);
+    EXPECT_EQ(counter("partials_full"), c.partials_full);
+    if (std::string(rules) != "fingerprint:overlap=off") {
       EXPECT_EQ(counter("overlap_nodes"), 4u);
       // a *= 3 waits for a *= 2's fingerprint; the fork event carries
       // b *= 5's, the join event b *= 7's.
@@ -784,8 +803,9 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
     } else {
       EXPECT_EQ(counter("overlap_nodes"), 0u);
     }
-    // Four kernels and a fingerprint node each, in either order.
-    EXPECT_EQ(run.values.at("nodes"), 8u);
+    // Four kernels and a fingerprint node each, in either order, and the
+    // publish node.
+    EXPECT_EQ(run.values.at("nodes"), per_node ? 8u : 9u);
   }
 }
 
@@ -807,7 +827,8 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
   };
   for (const Case c : {Case{"fingerprint", "lane", 2}, Case{"fingerprint:overlap-depth=8", "lane", 2},
                        Case{"fingerprint:overlap-depth=1", "lane", 3},
-                       Case{"fingerprint:overlap=off", "lane", 0}, Case{"fingerprint", "lane-opaque", 3}}) {
+                       Case{"fingerprint:overlap=off", "lane", 0}, Case{"fingerprint", "lane-opaque", 3},
+                       Case{"fingerprint:publish=node", "lane", 2}}) {
     const char* rules = c.rules;
     SCOPED_TRACE(std::string(rules) + " " + c.mode);
     TempDir dir;
@@ -843,7 +864,8 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
     const std::string r = rules;
     EXPECT_EQ(counter("overlap_nodes"), r == "fingerprint:overlap=off" ? 0u : 4u);
     EXPECT_EQ(counter("overlap_joins"), c.joins);
-    EXPECT_EQ(run.values.at("nodes"), 8u);
+    EXPECT_EQ(counter("publish_nodes"), r == "fingerprint:publish=node" ? 0u : 1u);
+    EXPECT_EQ(run.values.at("nodes"), r == "fingerprint:publish=node" ? 8u : 9u);
   }
 }
 
