@@ -2,7 +2,10 @@
 // the way the agent launches it (collectors/tensor/fingerprint.cu compiled
 // in, a scratch region, a SiteState, the agent's grid): a graph of 100 such
 // nodes replayed 20 times, beside empty nodes of the same grid. Tells the
-// fixed cost of a node from the cost of its bytes. Standalone:
+// fixed cost of a node from the cost of its bytes. The `partials` column is
+// the same node published per replay (publish=replay: its chunks' partials
+// left in device memory, no claim, combine or count; the graph's one publish
+// node, not timed here, writes the slots). Standalone:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I. tests/tensor/fingerprint_node_bench.cu -o /tmp/nodebench
 // (add -DTCGD_FINGERPRINT_NO_PREFETCH to measure without the L2 prefetch).
 #include <cuda_runtime.h>
@@ -72,7 +75,7 @@ int main() {
   CHECK(cudaHostAlloc(&host, kObservationRingHeaderBytes + capacity * sizeof(ObservationSlot), cudaHostAllocMapped));
   void* mapped = nullptr;
   CHECK(cudaHostGetDevicePointer(&mapped, host, 0));
-  void *ring = nullptr, *scratch = nullptr, *states = nullptr, *data = nullptr;
+  void *ring = nullptr, *scratch = nullptr, *states = nullptr, *data = nullptr, *partials = nullptr;
   const uint64_t max_bytes = uint64_t{64} << 20;
   CHECK(cudaMalloc(&ring, sizeof(ObservationRingDevice)));
   CHECK(cudaMemset(ring, 0, sizeof(ObservationRingDevice)));
@@ -80,13 +83,14 @@ int main() {
   CHECK(cudaMemset(scratch, 0, kScratchRegionBytes));
   CHECK(cudaMalloc(&states, 64 * sizeof(SiteState)));
   CHECK(cudaMemset(states, 0, 64 * sizeof(SiteState)));
+  CHECK(cudaMalloc(&partials, 4096 * sizeof(ObservationSlot)));
   CHECK(cudaMalloc(&data, max_bytes));
   CHECK(cudaMemset(data, 0x3c, max_bytes));
   // The recorder's part: the consumer runs ahead of anything the GPU can
   // claim here, so nothing is dropped.
   static_cast<ObservationRingHost*>(host)->consumer = ~uint64_t{0} >> 1;
   printf("fingerprint node, GPU us per node (100-node graph), float32, one range\n");
-  printf("%10s %7s %7s %9s %9s %9s\n", "bytes", "chunks", "grid", "empty", "node", "GB/s");
+  printf("%10s %7s %7s %9s %9s %9s %9s\n", "bytes", "chunks", "grid", "empty", "node", "GB/s", "partials");
   int state_index = 0;
   for (uint64_t bytes : {uint64_t{4} << 10, uint64_t{16} << 10, uint64_t{64} << 10, uint64_t{256} << 10,
                          uint64_t{1} << 20, uint64_t{4} << 20, uint64_t{16} << 20, uint64_t{32} << 20,
@@ -110,11 +114,17 @@ int main() {
     r.dtype = static_cast<uint8_t>(Dtype::kFloat32);
     p.total_chunks = r.chunks;
     const uint32_t grid = std::max<uint32_t>(1, std::min<uint32_t>(r.chunks, max_grid));
-    double empty = 0, node = 0;
+    double empty = 0, node = 0, partial = 0;
     if (int rc = nodeUs(p, grid, true, &empty)) return rc;
     if (int rc = nodeUs(p, grid, false, &node)) return rc;
-    printf("%10llu %7u %7u %9.2f %9.2f %9.1f\n", static_cast<unsigned long long>(bytes), r.chunks, grid, empty, node,
-           bytes / (node * 1e3));
+    FingerprintParams q = p;
+    q.site_state = 0;
+    q.scratch = 0;
+    q.partials = reinterpret_cast<uint64_t>(partials);
+    q.partial_tag = 1;
+    if (int rc = nodeUs(q, grid, false, &partial)) return rc;
+    printf("%10llu %7u %7u %9.2f %9.2f %9.1f %9.2f\n", static_cast<unsigned long long>(bytes), r.chunks, grid, empty,
+           node, bytes / (node * 1e3), partial);
   }
   return 0;
 }
