@@ -93,9 +93,11 @@ bool TensorDevice::make(const DeviceSetup& setup, std::string* why) {
   }
   if ((res = d.module_get_function(&r.fingerprint, module, kFingerprintKernelName)) != CUDA_SUCCESS)
     return *why = failed("cuModuleGetFunction(tcgd_fingerprint)", res), false;
-  // The publish kernel: without it (an image of an older build) captured
-  // launches combine on their own, as with publish=node.
-  if (d.module_get_function(&r.publish, module, ::tcgd::tensor::kPublishKernelName) != CUDA_SUCCESS)
+  // The publish kernel: without it (an image of an older build), or with a
+  // driver that cannot list a graph's edges or add a node to it (before CUDA
+  // 12.3), captured launches combine on their own, as with publish=node.
+  if (d.graph_get_nodes == nullptr || d.graph_get_edges == nullptr || d.graph_add_kernel_node == nullptr ||
+      d.module_get_function(&r.publish, module, ::tcgd::tensor::kPublishKernelName) != CUDA_SUCCESS)
     r.publish = nullptr;
 
   r.site_capacity = setup.site_capacity;
