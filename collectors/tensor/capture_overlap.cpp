@@ -167,6 +167,8 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
       return false;
     }
     count(kOverlapJoins);
+    count(work.complete ? kJoinsWritten : kJoinsUnseen);
+    if (joined == pending->count) count(kJoinsNewest);
     dropOldest(*pending, joined);
   }
   // The new fingerprint comes after the newest (their scratch region is one).
@@ -217,6 +219,7 @@ void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const
     restore[restore_count++] = e->at(0).node;
     dropOldest(*e, 1);
     count(kOverlapJoins);
+    count(kJoinsDepth);
   }
   if (!updateDeps(stream, restore, restore_count, CU_STREAM_SET_CAPTURE_DEPENDENCIES)) {
     // Whatever the failed call left, the fingerprint stays on the stream,

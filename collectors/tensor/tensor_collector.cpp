@@ -41,6 +41,8 @@ KernelTable& kernels() { return g_kernels; }
 CaptureTable& captures() { return g_captures; }
 TensorDevice& device() { return g_device; }
 
+static_assert(kCounterCount <= channel::kTensorCounterSlots, "every tensor counter has a slot in the channel header");
+
 void count(uint32_t counter) {
   if (channel::Channel* ch = agent::activeChannel()) ch->countTensor(counter);
 }

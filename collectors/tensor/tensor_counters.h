@@ -36,6 +36,12 @@ enum TensorCounter : uint32_t {
   kPartialsFull,               // captured launches that combined on their own: the partials arena was used up (publish=replay)
   kPublishNodes,               // publish nodes added to captured graphs (publish=replay)
   kPublishFailed,              // captures whose publish node could not be added: their partials are never published
+  // Of overlap_joins, why (capture_overlap.h); the rest are work tcgd did not
+  // probe (a launch not selected, a graph launched into the capture, an event).
+  kJoinsWritten,               // the work's ranges overlap a pending node's
+  kJoinsUnseen,                // the work may write beyond its ranges (not all scanned, or a kernel whose writes are not seen)
+  kJoinsDepth,                 // one more node pending than overlap-depth allows
+  kJoinsNewest,                // of the first two: the work waits for the node of the work right before it
   kCounterCount,
 };
 
@@ -47,6 +53,7 @@ inline constexpr const char* kTensorCounterNames[] = {
     "ranges_workspace", "overlap_nodes",     "overlap_joins",     "overlap_failed",
     "probes_unknown_memory", "checks_without_staging", "ranges_reused",
     "partials_full",   "publish_nodes",      "publish_failed",
+    "overlap_joins_written", "overlap_joins_unseen", "overlap_joins_depth", "overlap_joins_newest",
 };
 static_assert(std::size(kTensorCounterNames) == kCounterCount);
 

@@ -437,7 +437,8 @@ def tensor_bench(gate, rounds, extra_rules=()):
                 skipped = b.counters[-1]["skipped"] if b.counters else {}
                 best = (nbytes, {c: skipped.get(c, 0) for c in
                                  ("overlap_nodes", "overlap_joins", "overlap_failed", "ranges_reused",
-                                  "publish_nodes", "partials_full", "publish_failed")})
+                                  "publish_nodes", "partials_full", "publish_failed", "overlap_joins_written",
+                                  "overlap_joins_unseen", "overlap_joins_depth", "overlap_joins_newest")})
         if best is not None and best[0] > 0:
             shapes[k] = {"replay_bytes": best[0], **best[1]}
     res["shapes"] = shapes
@@ -526,7 +527,9 @@ def main():
         for k, sh in tensor_b.get("shapes", {}).items():
             print(f"{'bench tensor graph ' + k:28} {'shape':8} {sh['replay_bytes'] / 1e9:.2f} GB a replay, "
                   + ", ".join(f"{c} {sh[c]}" for c in ("overlap_nodes", "overlap_joins", "overlap_failed",
-                                                       "ranges_reused", "publish_nodes", "partials_full")))
+                                                       "ranges_reused", "publish_nodes", "partials_full",
+                                                       "overlap_joins_written", "overlap_joins_unseen",
+                                                       "overlap_joins_depth", "overlap_joins_newest")))
         fp = tensor_b.get("fingerprint", {})
         if tensor_b["replay_bytes"] and "graph_step_s" in fp and fp["graph_step_s"] > base["graph_step_s"]:
             extra = fp["graph_step_s"] - base["graph_step_s"]

@@ -798,8 +798,12 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
     if (std::string(rules) != "fingerprint:overlap=off") {
       EXPECT_EQ(counter("overlap_nodes"), 4u);
       // a *= 3 waits for a *= 2's fingerprint; the fork event carries
-      // b *= 5's, the join event b *= 7's.
+      // b *= 5's, the join event b *= 7's (joins of other work: no reason
+      // counted).
       EXPECT_EQ(counter("overlap_joins"), 3u);
+      EXPECT_EQ(counter("overlap_joins_written"), 1u);
+      EXPECT_EQ(counter("overlap_joins_newest"), 1u);
+      EXPECT_EQ(counter("overlap_joins_unseen") + counter("overlap_joins_depth"), 0u);
     } else {
       EXPECT_EQ(counter("overlap_nodes"), 0u);
     }
@@ -820,15 +824,19 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
 // parameters (it might write through a TMA descriptor or a pointer in device
 // memory): every kernel after the first waits for the pending nodes.
 TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKernelsValues) {
+  // The joins by reason: the work writes what a pending node reads; it may
+  // write beyond its ranges; the depth was reached; and, of the first two,
+  // the pending node it waits for is that of the work right before it.
   struct Case {
     const char* rules;
     const char* mode;
-    uint64_t joins;
+    uint64_t joins, written, unseen, depth, newest;
   };
-  for (const Case c : {Case{"fingerprint", "lane", 2}, Case{"fingerprint:overlap-depth=8", "lane", 2},
-                       Case{"fingerprint:overlap-depth=1", "lane", 3},
-                       Case{"fingerprint:overlap=off", "lane", 0}, Case{"fingerprint", "lane-opaque", 3},
-                       Case{"fingerprint:publish=node", "lane", 2}}) {
+  for (const Case c : {Case{"fingerprint", "lane", 2, 2, 0, 0, 0}, Case{"fingerprint:overlap-depth=8", "lane", 2, 2, 0, 0, 0},
+                       Case{"fingerprint:overlap-depth=1", "lane", 3, 0, 0, 3, 0},
+                       Case{"fingerprint:overlap=off", "lane", 0, 0, 0, 0, 0},
+                       Case{"fingerprint", "lane-opaque", 3, 0, 3, 0, 3},
+                       Case{"fingerprint:publish=node", "lane", 2, 2, 0, 0, 0}}) {
     const char* rules = c.rules;
     SCOPED_TRACE(std::string(rules) + " " + c.mode);
     TempDir dir;
@@ -864,6 +872,10 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
     const std::string r = rules;
     EXPECT_EQ(counter("overlap_nodes"), r == "fingerprint:overlap=off" ? 0u : 4u);
     EXPECT_EQ(counter("overlap_joins"), c.joins);
+    EXPECT_EQ(counter("overlap_joins_written"), c.written);
+    EXPECT_EQ(counter("overlap_joins_unseen"), c.unseen);
+    EXPECT_EQ(counter("overlap_joins_depth"), c.depth);
+    EXPECT_EQ(counter("overlap_joins_newest"), c.newest);
     EXPECT_EQ(counter("publish_nodes"), r == "fingerprint:publish=node" ? 0u : 1u);
     EXPECT_EQ(run.values.at("nodes"), r == "fingerprint:publish=node" ? 8u : 9u);
   }
