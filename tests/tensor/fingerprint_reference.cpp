@@ -399,17 +399,24 @@ std::vector<ObservationSlot> publishSlots(const ObservationSlot* partials, uint3
   return out;
 }
 
-void publish(const PublishParams& q) {
-  auto* state = reinterpret_cast<SiteState*>(static_cast<uintptr_t>(q.graph_state));
-  const uint32_t exec = state != nullptr ? __atomic_load_n(&state->exec, __ATOMIC_ACQUIRE) : 0;
-  SequentialRing ring{at<ObservationRingDevice>(q.ring_device), at<ObservationRingHost>(q.ring_host)};
-  auto* slots = at<ObservationSlot>(q.slots);
-  for (const ObservationSlot& done : publishSlots(at<const ObservationSlot>(q.partials), q.count, q.tag, exec)) {
-    const uint64_t seq = claimSlot(ring, q.capacity);
+namespace {
+
+// Claims and writes each of `out` into the ring, then counts the execution
+// in `state` (when there is one), as the kernels do.
+void writeAndCount(uint64_t ring_device, uint64_t ring_host, uint64_t slots_address, uint64_t capacity,
+                   const std::vector<ObservationSlot>& out, SiteState* state, uint32_t exec) {
+  SequentialRing ring{at<ObservationRingDevice>(ring_device), at<ObservationRingHost>(ring_host)};
+  auto* slots = at<ObservationSlot>(slots_address);
+  for (const ObservationSlot& s : out) {
+    // The kernel's claim, one slot at a time (fingerprint_claim.h): a slot
+    // only within a lap of the recorder's position, else a drop.
+    const uint64_t seq = claimSlot(ring, capacity);
     if (seq == kDroppedSlot) continue;
-    ObservationSlot* slot = &slots[seq & (q.capacity - 1)];
-    ObservationSlot copy = done;
+    ObservationSlot* slot = &slots[seq & (capacity - 1)];
+    ObservationSlot copy = s;
     copy.commit = commitFor(seq, copy);
+    // Every field, then the commit word, released (the kernel's stores are
+    // plain; the commit's check is what the recorder relies on).
     std::memcpy(static_cast<void*>(slot), &copy, offsetof(ObservationSlot, commit));
     __atomic_store_n(&slot->commit, copy.commit, __ATOMIC_RELEASE);
   }
@@ -417,6 +424,15 @@ void publish(const PublishParams& q) {
     __atomic_store_n(&state->done, 0u, __ATOMIC_RELAXED);
     __atomic_store_n(&state->exec, exec + 1, __ATOMIC_RELEASE);
   }
+}
+
+}  // namespace
+
+void publish(const PublishParams& q) {
+  auto* state = reinterpret_cast<SiteState*>(static_cast<uintptr_t>(q.graph_state));
+  const uint32_t exec = state != nullptr ? __atomic_load_n(&state->exec, __ATOMIC_ACQUIRE) : 0;
+  writeAndCount(q.ring_device, q.ring_host, q.slots, q.capacity,
+                publishSlots(at<const ObservationSlot>(q.partials), q.count, q.tag, exec), state, exec);
 }
 
 void execute(const FingerprintParams& params) {
@@ -437,26 +453,8 @@ void execute(const FingerprintParams& params) {
   auto* state = reinterpret_cast<SiteState*>(static_cast<uintptr_t>(params.site_state));
   const uint32_t exec = state != nullptr ? __atomic_load_n(&state->exec, __ATOMIC_ACQUIRE) : 0;
   if (exec >= params.replay_first && exec <= params.replay_last) recordLaunch(params, exec);
-  SequentialRing ring{reinterpret_cast<ObservationRingDevice*>(static_cast<uintptr_t>(params.ring_device)),
-                      reinterpret_cast<ObservationRingHost*>(static_cast<uintptr_t>(params.ring_host))};
-  auto* slots = reinterpret_cast<ObservationSlot*>(static_cast<uintptr_t>(params.slots));
-  for (const ObservationSlot& partial : launchSlots(params, exec)) {
-    // The kernel's claim, one slot at a time (fingerprint_claim.h): a slot
-    // only within a lap of the recorder's position, else a drop.
-    const uint64_t seq = claimSlot(ring, params.capacity);
-    if (seq == kDroppedSlot) continue;
-    ObservationSlot* slot = &slots[seq & (params.capacity - 1)];
-    ObservationSlot copy = partial;
-    copy.commit = commitFor(seq, copy);
-    // Every field, then the commit word, released (the kernel's stores are
-    // plain; the commit's check is what the recorder relies on).
-    std::memcpy(static_cast<void*>(slot), &copy, offsetof(ObservationSlot, commit));
-    __atomic_store_n(&slot->commit, copy.commit, __ATOMIC_RELEASE);
-  }
-  if (state != nullptr) {
-    __atomic_store_n(&state->done, 0u, __ATOMIC_RELAXED);
-    __atomic_store_n(&state->exec, exec + 1, __ATOMIC_RELEASE);
-  }
+  writeAndCount(params.ring_device, params.ring_host, params.slots, params.capacity, launchSlots(params, exec), state,
+                exec);
 }
 
 }  // namespace tcgd::tensor::reference
