@@ -82,8 +82,7 @@ struct CaptureFacts {
   uint32_t ordinal = 0;
   uint32_t node = 0;
   uint64_t id = 0;
-  std::atomic<uint32_t>* sites = nullptr;
-  CaptureTable::Capture table;  // its entry (publish=replay notes its partials there)
+  CaptureTable::Capture table;  // its entry: the counts of sites and the span of partials it takes
 };
 // Whether `stream` captures now, and into which capture (one relaxed load
 // when nothing captures); counts the launch as a node of that capture.

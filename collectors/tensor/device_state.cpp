@@ -107,7 +107,7 @@ bool TensorDevice::make(const DeviceSetup& setup, std::string* why) {
   const uint64_t scratch_offset =
       (sizeof(ObservationRingDevice) + uint64_t{setup.site_capacity} * sizeof(SiteState) + 255) & ~uint64_t{255};
   r.device_bytes = scratch_offset + uint64_t{setup.scratch_regions} * ::tcgd::tensor::kScratchRegionBytes;
-  // The partials of captured launches published per replay, 128-byte aligned.
+  // The partials of captured launches published per replay, at a 256-byte boundary.
   const uint64_t partials_offset = (r.device_bytes + 255) & ~uint64_t{255};
   if (r.publish != nullptr && setup.partial_capacity != 0) {
     r.partial_capacity = setup.partial_capacity;

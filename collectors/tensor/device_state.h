@@ -90,8 +90,6 @@ class TensorDevice {
   // room (the launch then combines on its own). Never given back: the
   // arena serves the process's captures until it is used up. Once ready.
   uint32_t takePartials(uint32_t count);
-  // Partials taken so far.
-  uint32_t partialsTaken() const { return next_partial_.load(std::memory_order_relaxed); }
 
   // The scratch region of `key` (ScratchRegions' keys), or 0. Once ready.
   uint64_t scratchFor(uint64_t key) { return scratch_.regionFor(key); }

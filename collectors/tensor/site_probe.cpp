@@ -249,7 +249,6 @@ CaptureFacts captureFacts(CUstream stream, bool per_thread) {
   f.id = id;
   f.ordinal = capture.ordinal;
   f.node = capture.nodes->fetch_add(1, std::memory_order_relaxed);
-  f.sites = capture.sites;
   f.table = capture;
   return f;
 }
@@ -277,8 +276,6 @@ bool addPublishNode(uint64_t graph_value, uint32_t ordinal, uint32_t first, uint
     return false;
   const DeviceResources& dev = device().resources();
   if (dev.publish == nullptr || dev.partials == 0) return false;
-  const uint32_t state = g_next_site_state.fetch_add(1, std::memory_order_relaxed);
-  if (state >= dev.site_capacity) return false;
   auto* graph = reinterpret_cast<CUgraph>(static_cast<uintptr_t>(graph_value));
   // The graph's sinks (nodes nothing depends on): every node of a replay
   // runs before the publish node that depends on them all.
@@ -298,6 +295,9 @@ bool addPublishNode(uint64_t graph_value, uint32_t ordinal, uint32_t first, uint
   bool ok = d.graph_get_nodes(graph, nodes, &node_count) == CUDA_SUCCESS &&
             d.graph_get_edges(graph, from, to, data, &edge_count) == CUDA_SUCCESS;
   size_t sink_count = 0;
+  // The graph's replay count, taken once the graph could be read.
+  const uint32_t state = ok ? g_next_site_state.fetch_add(1, std::memory_order_relaxed) : 0;
+  ok = ok && state < dev.site_capacity;
   if (ok) {
     std::sort(from, from + edge_count);
     for (size_t i = 0; i < node_count; ++i)
@@ -337,7 +337,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     const IndexRange window = settings().rules.replayWindow(p.facts);
     replay_first = static_cast<uint32_t>(std::min<uint64_t>(window.first, UINT32_MAX));
     replay_last = static_cast<uint32_t>(std::min<uint64_t>(window.last, UINT32_MAX));
-    if (p.capture.sites != nullptr) p.capture.sites->fetch_add(1, std::memory_order_relaxed);
+    if (p.capture.table.sites != nullptr) p.capture.table.sites->fetch_add(1, std::memory_order_relaxed);
   }
   // Our launches go on the probed launch's stream, as it named it: stream 0
   // of a _ptsz entry point is the thread's stream.
