@@ -389,15 +389,24 @@ TENSOR_BENCH = {
 }
 
 
-def tensor_bench(gate, rounds, extra_rules=()):
+def tensor_bench(gate, rounds, extra_rules=(), extra_env=()):
     """Median graphed-step, eager-step and launch-loop times per
     configuration, rounds interleaved (the order rotates each round) in one
     call, and the bytes one replay fingerprints (from the last bundle).
-    extra_rules: more configurations, each "NAME=TCGD_TENSOR value"."""
-    configs = dict(TENSOR_BENCH)
+    extra_rules: more configurations, each "NAME=TCGD_TENSOR value";
+    extra_env: "NAME=VAR=VALUE", one more variable of configuration NAME's
+    environment (LD_PRELOAD names another build's agent, say)."""
+    configs = {k: (agent, dict(env)) for k, (agent, env) in TENSOR_BENCH.items()}
     for item in extra_rules:
         name, _, rules = item.partition("=")
         configs[name] = (True, {"TCGD_TENSOR": rules})
+    for item in extra_env:
+        name, _, assignment = item.partition("=")
+        var, sep, value = assignment.partition("=")
+        if name not in configs or not sep:
+            raise SystemExit(f"--tensor-env {item!r}: expected NAME=VAR=VALUE with NAME a configuration "
+                             f"({', '.join(configs)})")
+        configs[name][1][var] = value
     times = {k: {"graph_step_s": [], "eager_step_s": [], "launch_s": []} for k in configs}
     case_dir = gate.out / "tensor-bench"
     case_dir.mkdir(parents=True, exist_ok=True)
@@ -457,6 +466,9 @@ def main():
                     help="which benchmarks run (launch, memory, tensor); --no-bench runs none")
     ap.add_argument("--tensor-rules", nargs="*", default=[],
                     help="more configurations of the tensor benchmark, each NAME=TCGD_TENSOR value")
+    ap.add_argument("--tensor-env", nargs="*", default=[],
+                    help="NAME=VAR=VALUE: one more environment variable of tensor benchmark configuration "
+                         "NAME (LD_PRELOAD=another build's libtcgd.so compares two builds side by side)")
     ap.add_argument("--group-world", type=int, default=2,
                     help="ranks of the run-group stage (group_stage.py); 1 smoke-tests it on one GPU")
     args = ap.parse_args()
@@ -488,7 +500,7 @@ def main():
     benches = set() if args.no_bench else set(args.benches)
     bench_res = bench(gate, args.bench_rounds) if "launch" in benches else None
     mem_bench = memory_bench(gate, args.bench_rounds) if "memory" in benches else None
-    tensor_b = tensor_bench(gate, args.bench_rounds, args.tensor_rules) if "tensor" in benches else None
+    tensor_b = tensor_bench(gate, args.bench_rounds, args.tensor_rules, args.tensor_env) if "tensor" in benches else None
 
     print("\n== GPU gate details")
     for name, ok, checks, secs in gate.rows:

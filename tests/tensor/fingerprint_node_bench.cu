@@ -8,10 +8,15 @@
 // node, not timed here, writes the slots). Standalone:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I. tests/tensor/fingerprint_node_bench.cu -o /tmp/nodebench
 // (add -DTCGD_FINGERPRINT_NO_PREFETCH to measure without the L2 prefetch).
+// With the argument `shifts`, a second table: the partials node of each size
+// cut into chunks of every size the kernel takes (kMinChunkShift to
+// kMaxChunkShift), whatever chunkShiftFor would choose, so that a chunking
+// policy can be weighed without building the agent.
 #include <cuda_runtime.h>
 #include <stdio.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "collectors/tensor/fingerprint.cu"
 
@@ -29,6 +34,8 @@ using namespace tcgd::tensor;
   } while (0)
 
 __global__ void emptyNode() {}
+
+constexpr uint32_t kPartialsHeld = 16384;
 
 int nodeUs(FingerprintParams p, uint32_t grid, bool empty, double* us) {
   cudaStream_t s;
@@ -65,8 +72,9 @@ int nodeUs(FingerprintParams p, uint32_t grid, bool empty, double* us) {
 
 }  // namespace node_bench
 
-int main() {
+int main(int argc, char** argv) {
   using namespace node_bench;
+  const bool shifts = argc > 1 && std::string_view(argv[1]) == "shifts";
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const uint32_t max_grid = static_cast<uint32_t>(sms * 4);
@@ -83,7 +91,7 @@ int main() {
   CHECK(cudaMemset(scratch, 0, kScratchRegionBytes));
   CHECK(cudaMalloc(&states, 64 * sizeof(SiteState)));
   CHECK(cudaMemset(states, 0, 64 * sizeof(SiteState)));
-  CHECK(cudaMalloc(&partials, 4096 * sizeof(ObservationSlot)));
+  CHECK(cudaMalloc(&partials, kPartialsHeld * sizeof(ObservationSlot)));
   CHECK(cudaMalloc(&data, max_bytes));
   CHECK(cudaMemset(data, 0x3c, max_bytes));
   // The recorder's part: the consumer runs ahead of anything the GPU can
@@ -125,6 +133,41 @@ int main() {
     if (int rc = nodeUs(q, grid, false, &partial)) return rc;
     printf("%10llu %7u %7u %9.2f %9.2f %9.1f %9.2f\n", static_cast<unsigned long long>(bytes), r.chunks, grid, empty,
            node, bytes / (node * 1e3), partial);
+  }
+  if (!shifts) return 0;
+  printf("\npartials node by chunk size, GPU us per node (100-node graph), float32, one range\n");
+  printf("%10s", "bytes");
+  for (uint32_t shift = kMinChunkShift; shift <= kMaxChunkShift; ++shift) printf(" %7uK", (1u << shift) >> 10);
+  printf("\n");
+  for (uint64_t bytes : {uint64_t{256} << 10, uint64_t{1} << 20, uint64_t{4} << 20, uint64_t{16} << 20,
+                         uint64_t{64} << 20}) {
+    printf("%10llu", static_cast<unsigned long long>(bytes));
+    for (uint32_t shift = kMinChunkShift; shift <= kMaxChunkShift; ++shift) {
+      FingerprintParams q{};
+      q.site = 1;
+      q.capacity = capacity;
+      q.replay_first = 0;
+      q.replay_last = 0xffffffffu;
+      q.range_count = 1;
+      q.partials = reinterpret_cast<uint64_t>(partials);
+      q.partial_tag = 1;
+      FingerprintRange& r = q.ranges[0];
+      r.ptr = reinterpret_cast<uint64_t>(data);
+      r.bytes = bytes;
+      r.chunk_shift = static_cast<uint8_t>(shift);
+      r.chunks = chunkCountFor(bytes, shift);
+      r.dtype = static_cast<uint8_t>(Dtype::kFloat32);
+      q.total_chunks = r.chunks;
+      if (r.chunks > kPartialsHeld) {
+        printf(" %8s", "-");
+        continue;
+      }
+      const uint32_t grid = std::max<uint32_t>(1, std::min<uint32_t>(r.chunks, max_grid));
+      double us = 0;
+      if (int rc = nodeUs(q, grid, false, &us)) return rc;
+      printf(" %8.2f", us);
+    }
+    printf("\n");
   }
   return 0;
 }
