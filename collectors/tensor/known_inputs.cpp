@@ -103,11 +103,16 @@ LegacyLambda legacyElementwiseLambda(std::string_view demangled, uint32_t param_
       name_parse::scopeIdentifier(scopes[2]) != "elementwise_kernel")
     return {};
   const std::string_view lambda = partText(p.params.parts[1]);
-  constexpr std::string_view kPrefix = "at::native::gpu_kernel_impl_nocast<";
+  // The lambda of gpu_kernel_impl_nocast, or of gpu_kernel_impl when the
+  // operands' dtypes need casting (its one lambda on CUDA, which captures
+  // the dtypes after the functor: at most 8 more bytes).
+  constexpr std::string_view kPrefixes[] = {"at::native::gpu_kernel_impl_nocast<", "at::native::gpu_kernel_impl<"};
   constexpr std::string_view kSuffix = "::{lambda(int)#1}";
-  if (lambda.size() <= kPrefix.size() + kSuffix.size() || lambda.substr(0, kPrefix.size()) != kPrefix ||
-      lambda.substr(lambda.size() - kSuffix.size()) != kSuffix)
-    return {};
+  const auto named = [&](std::string_view prefix) {
+    return lambda.size() > prefix.size() + kSuffix.size() && lambda.substr(0, prefix.size()) == prefix &&
+           lambda.substr(lambda.size() - kSuffix.size()) == kSuffix;
+  };
+  if (!named(kPrefixes[0]) && !named(kPrefixes[1])) return {};
   LegacyLambda found;
   for (uint32_t tensors = 1; tensors <= 8; ++tensors) {
     const uint32_t calculator = 4 + kMaxDims * 12 + kMaxDims * 4 * tensors;

@@ -96,11 +96,13 @@ int16_t atenDataParam(std::string_view demangled);
 
 // ATen's legacy elementwise kernel for strided operands with one output,
 // elementwise_kernel<nt, vt, gpu_kernel_impl_nocast<F>(...)::{lambda(int)#1}>
-// (int N, lambda): the lambda (parameter 1) holds an OffsetCalculator<T,
-// uint32_t> (int dims; 25 IntDividers of three uint32_t; 25 arrays of T
-// uint32_t strides), then the data array std::array<char*, T> (the output,
-// then the inputs), then the functor (CUDALoops.cuh, OffsetCalculator.cuh;
-// torch 2.11). ATen fills only the first `dims` entries of the calculator's
+// (int N, lambda), and its casting form (gpu_kernel_impl<F>'s one lambda on
+// CUDA, for operands whose dtypes differ from the functor's): the lambda
+// (parameter 1) holds an OffsetCalculator<T, uint32_t> (int dims; 25
+// IntDividers of three uint32_t; 25 arrays of T uint32_t strides), then the
+// data array std::array<char*, T> (the output, then the inputs), then the
+// functor, and in the casting form T dtypes of one byte (CUDALoops.cuh,
+// OffsetCalculator.cuh; torch 2.11). ATen fills only the first `dims` entries of the calculator's
 // arrays, so the rest hold stale words, some of them old device addresses:
 // only the data array and what follows it are pointers. `data_offset`: the
 // array's offset inside the lambda; `tensors` 0 when the name is not such a

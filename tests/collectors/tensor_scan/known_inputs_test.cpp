@@ -472,8 +472,19 @@ TEST(LegacyElementwiseLambda, TheDataArrayFollowsTheOffsetCalculator) {
   // No tensor count leaves at most 64 bytes of functor.
   EXPECT_EQ(legacyElementwiseLambda(demangle(kLegacyDiv), 2, 700).tensors, 0u);
   EXPECT_EQ(legacyElementwiseLambda(demangle(kLegacyDiv), 2, 400).tensors, 0u);
-  // Not the nocast lambda, not two parameters, not ATen's kernel.
-  EXPECT_EQ(legacyElementwiseLambda(demangle(kLegacyCast), 2, 648).tensors, 0u);
+  // The casting form: a + alpha * b on strided tensors of mixed dtypes.
+  // Three tensors: the array at 608, then the functor's float alpha and
+  // three dtype bytes, a 640-byte lambda; two: the array at 504 of 528.
+  l = legacyElementwiseLambda(demangle(kLegacyCast), 2, 640);
+  EXPECT_EQ(l.tensors, 3u);
+  EXPECT_EQ(l.data_offset, 608u);
+  l = legacyElementwiseLambda(demangle(kLegacyCast), 2, 528);
+  EXPECT_EQ(l.tensors, 2u);
+  EXPECT_EQ(l.data_offset, 504u);
+  // Another lambda of the same function, not two parameters, not ATen's kernel.
+  std::string second = demangle(kLegacyCast);
+  second.replace(second.rfind("{lambda(int)#1}"), 15, "{lambda(int)#2}");
+  EXPECT_EQ(legacyElementwiseLambda(second, 2, 640).tensors, 0u);
   EXPECT_EQ(legacyElementwiseLambda(demangle(kLegacyDiv), 3, 648).tensors, 0u);
   EXPECT_EQ(legacyElementwiseLambda("void mine::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<F>"
                                     "(at::TensorIteratorBase&, F const&)::{lambda(int)#1}>(int, at::native::"
