@@ -7,7 +7,7 @@
 // One block of kFingerprintBlockThreads threads reduces one chunk (64 KiB to
 // 2 MiB, by the range's length: fingerprint_abi.h, chunkShiftFor) at a
 // time. The work is a stream of 16-byte loads: each thread takes vectors
-// t, t + 256, ... (coalesced), kUnroll of them in flight (half as many for
+// t, t + 256, ... (coalesced), kUnroll of them in flight (two for
 // byte-sized integers), and per vector adds two word hashes (the ALU's main
 // cost: two 64-bit multiplies each) and the vector's elements. The order of
 // the floating-point sums is the contract's, so a chunk's partial is the
@@ -44,10 +44,12 @@ namespace {
 constexpr uint32_t kThreads = kFingerprintBlockThreads;
 constexpr uint32_t kWarps = kThreads / 32;
 constexpr uint32_t kVectorBytes = 16;
-// Vectors in flight per thread on the aligned path: 4 x 16 B x 1024
-// resident threads is 64 KiB per SM, more than the ~25 KiB that keeps an
-// H200's HBM busy.
-constexpr uint32_t kUnroll = 4;
+// Vectors in flight per thread on the aligned path. A range of a few MiB
+// is spread over fewer blocks than the device has SMs (64 chunks at most
+// below 4 MiB), so one block often has its SM to itself: 8 x 16 B x 256
+// threads is 32 KiB in flight, more than the ~25 KiB that keeps an SM's
+// share of HBM busy (4 in flight left a lone block at about 12 GB/s).
+constexpr uint32_t kUnroll = 8;
 constexpr uint32_t kNone = 0xffffffffu;
 // The thread that claims the slot of a chunk written alone: lane 0 of the
 // last warp, which holds no data of a chunk under 3.5 KiB (the common small
@@ -258,7 +260,7 @@ constexpr bool kPacked = D == Dtype::kFloat16 || D == Dtype::kBFloat16;
 // figures beyond 64 registers: two in flight for them.
 template <Dtype D>
 constexpr uint32_t kUnrollOf =
-    D == Dtype::kInt8 || D == Dtype::kUInt8 || D == Dtype::kBool ? kUnroll / 2 : kUnroll;
+    D == Dtype::kInt8 || D == Dtype::kUInt8 || D == Dtype::kBool ? 2 : kUnroll;
 
 // x * x of every value is a double exactly (at most 24 significant bits
 // squared, far inside the exponent range), so the sum of squares may use a
@@ -542,6 +544,22 @@ __device__ __forceinline__ void scanChunk(Partial<D>& a, const Loader& load, con
       addVector<D, true>(a, v[u], jk + u * kStep, (q + u * kThreads) * (kVectorBytes / kElem), kVectorBytes);
     }
     jk += kUnroll * kStep;
+  }
+  // What is left of a chunk too short for kUnroll more: half as many.
+  if constexpr (kUnroll >= 4) {
+    constexpr uint32_t kHalf = kUnroll / 2;
+    for (; q + (kHalf - 1) * kThreads < vectors; q += kHalf * kThreads) {
+      uint4 v[kHalf];
+#pragma unroll
+      for (uint32_t u = 0; u < kHalf; ++u) v[u] = load(q + u * kThreads);
+#pragma unroll
+      for (uint32_t u = 0; u < kHalf; ++u) store(q + u * kThreads, v[u]);
+#pragma unroll
+      for (uint32_t u = 0; u < kHalf; ++u) {
+        addVector<D, true>(a, v[u], jk + u * kStep, (q + u * kThreads) * (kVectorBytes / kElem), kVectorBytes);
+      }
+      jk += kHalf * kStep;
+    }
   }
   for (; q < vectors; q += kThreads, jk += kStep) {
     const uint4 v = load(q);
