@@ -409,8 +409,22 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     }
   }
   bool launched = false;
-  // A fingerprint launch takes at most kMaxRangesPerLaunch ranges and, with
-  // a region, at most kScratchChunks chunks (a range of more alone, without).
+  fillRecord(settings().rules.rule(static_cast<size_t>(p.rule)), static_cast<uint32_t>(p.rule), dev, &fp.record);
+  if (p.expected_blobs != 0 && dev.staging_bytes != 0) {
+    // tcgd_check: its bytes whole, whatever the rule's budgets (the
+    // recorder compares them with the expected values).
+    fillRecord(recordAll(), 0, dev, &fp.record);
+    fp.record.run_counter = dev.run_counters + uint64_t{static_cast<uint32_t>(p.rule)} * 8;
+  }
+  // Captured, publish=replay: the chunks' partials go to the arena, and
+  // the capture's publish node combines and writes them once per replay
+  // (fingerprint_abi.h); a launch that records, or one limited to a window
+  // of replays (it needs its execution count), publishes its own.
+  const bool publish = p.capture.captured && rule.publish_replay && fp.record.slots == 0 && replay_first == 0 &&
+                       replay_last == UINT32_MAX && dev.partials != 0;
+  // A fingerprint launch takes at most kMaxRangesPerLaunch ranges and, when
+  // it combines in a region, at most kScratchChunks chunks (a range of more
+  // alone, without); one that leaves partials takes any number of chunks.
   // Reused ranges are skipped; the ones fingerprinted are kept in
   // scratch.read (what the fingerprint nodes read).
   uint32_t read_count = 0;
@@ -427,7 +441,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
       f.ptr = r.ptr;
       f.bytes = r.bytes;
       ::tcgd::tensor::setChunking(f);
-      if (region != 0 && n != 0 && chunks + f.chunks > ::tcgd::tensor::kScratchChunks) break;
+      if (region != 0 && !publish && n != 0 && chunks + f.chunks > ::tcgd::tensor::kScratchChunks) break;
       f.first_chunk = chunks;
       f.index = static_cast<uint16_t>(next);
       f.dtype = r.dtype;
@@ -439,20 +453,8 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
       ++next;
     }
     if (n == 0) break;
-    fillRecord(settings().rules.rule(static_cast<size_t>(p.rule)), static_cast<uint32_t>(p.rule), dev, &fp.record);
-    if (p.expected_blobs != 0 && dev.staging_bytes != 0) {
-      // tcgd_check: its bytes whole, whatever the rule's budgets (the
-      // recorder compares them with the expected values).
-      fillRecord(recordAll(), 0, dev, &fp.record);
-      fp.record.run_counter = dev.run_counters + uint64_t{static_cast<uint32_t>(p.rule)} * 8;
-    }
-    // Captured, publish=replay: the chunks' partials go to the arena, and
-    // the capture's publish node combines and writes them once per replay
-    // (fingerprint_abi.h); a launch that records, or one limited to a window
-    // of replays (it needs its execution count), publishes its own.
     uint32_t partial = UINT32_MAX;
-    if (p.capture.captured && rule.publish_replay && fp.record.slots == 0 && replay_first == 0 &&
-        replay_last == UINT32_MAX && dev.partials != 0) {
+    if (publish) {
       partial = device().takePartials(chunks);
       if (partial == UINT32_MAX) {
         count(kPartialsFull);
