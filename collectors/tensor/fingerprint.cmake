@@ -87,6 +87,13 @@ if(NOT DEFINED TCGD_FINGERPRINT_GENCODE)
       "nvcc -gencode (and compression) options of the fingerprint kernel")
 endif()
 
+# Vectors in flight per thread (fingerprint.cu, kUnroll): 4, or 8 to measure
+# it against 4 (docs/development.md). Every bit of a slot is the same.
+set(TCGD_FINGERPRINT_UNROLL 4 CACHE STRING "Vectors in flight per thread in the fingerprint kernel (4 or 8)")
+if(NOT TCGD_FINGERPRINT_UNROLL MATCHES "^[48]$")
+  message(FATAL_ERROR "TCGD_FINGERPRINT_UNROLL=${TCGD_FINGERPRINT_UNROLL}: expected 4 or 8")
+endif()
+
 set(_tcgd_fatbin ${CMAKE_CURRENT_BINARY_DIR}/fingerprint.fatbin)
 # -O3 and no FMA contraction (the sums' rounding is part of the format);
 # -Werror keeps the device code as warning-free as the host code; two
@@ -96,7 +103,7 @@ add_custom_command(
   COMMAND ${_tcgd_nvcc} -fatbin -O3 -std=c++17 --fmad=false --threads 2
           -Werror all-warnings -ccbin ${CMAKE_CXX_COMPILER}
           ${TCGD_FINGERPRINT_GENCODE}
-          -I${PROJECT_SOURCE_DIR}
+          -I${PROJECT_SOURCE_DIR} -DTCGD_FINGERPRINT_UNROLL=${TCGD_FINGERPRINT_UNROLL}
           -o ${_tcgd_fatbin} ${CMAKE_CURRENT_LIST_DIR}/fingerprint.cu
   DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fingerprint.cu ${CMAKE_CURRENT_LIST_DIR}/fingerprint_abi.h
           ${CMAKE_CURRENT_LIST_DIR}/fingerprint_claim.h

@@ -44,12 +44,19 @@ namespace {
 constexpr uint32_t kThreads = kFingerprintBlockThreads;
 constexpr uint32_t kWarps = kThreads / 32;
 constexpr uint32_t kVectorBytes = 16;
-// Vectors in flight per thread on the aligned path. A range of a few MiB
-// is spread over fewer blocks than the device has SMs (64 chunks at most
-// below 4 MiB), so one block often has its SM to itself: 8 x 16 B x 256
-// threads is 32 KiB in flight, more than the ~25 KiB that keeps an SM's
-// share of HBM busy (4 in flight left a lone block at about 12 GB/s).
-constexpr uint32_t kUnroll = 8;
+// Vectors in flight per thread on the aligned path: 4 x 16 B x 1024
+// resident threads is 64 KiB per SM, more than the ~25 KiB that keeps an
+// H200's HBM busy. A range of a few MiB is spread over fewer blocks than
+// the device has SMs, though (64 chunks at most below 4 MiB), so a block
+// often has its SM alone and reads about 12 GB/s; 8 in flight (the build
+// option TCGD_FINGERPRINT_UNROLL=8, docs/development.md) doubles its bytes
+// in flight and is under measurement. Either way every bit of a slot is
+// the same: each thread takes its vectors in increasing order.
+#ifndef TCGD_FINGERPRINT_UNROLL
+#define TCGD_FINGERPRINT_UNROLL 4
+#endif
+constexpr uint32_t kUnroll = TCGD_FINGERPRINT_UNROLL;
+static_assert(kUnroll == 4 || kUnroll == 8, "TCGD_FINGERPRINT_UNROLL: 4 or 8");
 constexpr uint32_t kNone = 0xffffffffu;
 // The thread that claims the slot of a chunk written alone: lane 0 of the
 // last warp, which holds no data of a chunk under 3.5 KiB (the common small
@@ -545,8 +552,9 @@ __device__ __forceinline__ void scanChunk(Partial<D>& a, const Loader& load, con
     }
     jk += kUnroll * kStep;
   }
-  // What is left of a chunk too short for kUnroll more: half as many.
-  if constexpr (kUnroll >= 4) {
+  // What is left of a chunk too short for 8 more: 4 at a time (a 16 KiB
+  // chunk is 4 vectors a thread).
+  if constexpr (kUnroll >= 8) {
     constexpr uint32_t kHalf = kUnroll / 2;
     for (; q + (kHalf - 1) * kThreads < vectors; q += kHalf * kThreads) {
       uint4 v[kHalf];

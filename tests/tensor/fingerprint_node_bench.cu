@@ -7,7 +7,8 @@
 // left in device memory, no claim, combine or count; the graph's one publish
 // node, not timed here, writes the slots). Standalone:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I. tests/tensor/fingerprint_node_bench.cu -o /tmp/nodebench
-// (add -DTCGD_FINGERPRINT_NO_PREFETCH to measure without the L2 prefetch).
+// (add -DTCGD_FINGERPRINT_NO_PREFETCH to measure without the L2 prefetch,
+// -DTCGD_FINGERPRINT_UNROLL=8 with 8 vectors in flight a thread).
 // With the argument `shifts`, a second table: the partials node of each size
 // cut into chunks of every size the kernel takes (kMinChunkShift to
 // kMaxChunkShift), whatever chunkShiftFor would choose, so that a chunking

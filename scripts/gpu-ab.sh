@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The tensor benchmark of this tree beside variants of it built with other
+# CMake options, side by side in one call on a GPU machine
+# (docs/development.md, "Comparing builds on the GPU"). Each variant builds
+# only the agent and the recorder, in a build directory of its own, from the
+# same sources; the benchmark runs every configuration in interleaved rounds
+# and prints the ratios to no agent. Logs and bundles go under OUT (default
+# ./gpu-ab-out; the device tool sets $OUT).
+#
+#   scripts/gpu-ab.sh [--rounds N] [--check] [--only CASE...] NAME=-DOPTION=VALUE[,-DOPTION=VALUE] ...
+#     --rounds N   benchmark rounds (default 2)
+#     --check      fingerprint_gpu_check --no-measure on this tree and every variant first
+#     --only ...   gate cases (tests/gpu/run_gate.py --only) to run on this tree after the benchmark
+#   e.g.  scripts/gpu-ab.sh --check u8=-DTCGD_FINGERPRINT_UNROLL=8
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-$PWD/gpu-ab-out}"
+mkdir -p "$out"
+rounds=2 check=0 only=() variants=()
+while (( $# )); do
+  case $1 in
+    --rounds) rounds=${2:?--rounds takes a number}; shift 2 ;;
+    --check) check=1; shift ;;
+    --only) shift; while (( $# )) && [[ $1 != --* && $1 != *=* ]]; do only+=("$1"); shift; done ;;
+    *=-D*) variants+=("$1"); shift ;;
+    *) echo "gpu-ab.sh: $1: expected --rounds N, --check, --only CASE... or NAME=-DOPTION=VALUE[,...]" >&2; exit 2 ;;
+  esac
+done
+nproc=$(nproc)
+jobs=$(( nproc / (1 + ${#variants[@]}) )); (( jobs < 2 )) && jobs=2
+t0=$(date +%s)
+configure() {  # DIR OPTIONS...
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTCGD_WERROR=OFF "$@" >/dev/null
+}
+( configure build-gpu && cmake --build build-gpu -j "$jobs" ) >"$out/build.log" 2>&1 &
+pids=($!)
+for v in "${variants[@]}"; do
+  name=${v%%=*}; IFS=, read -r -a opts <<<"${v#*=}"
+  targets=(tcgd tcgd-recorder); (( check )) && targets+=(fingerprint_gpu_check)
+  ( configure "build-ab-$name" "${opts[@]}" && cmake --build "build-ab-$name" -j "$jobs" --target "${targets[@]}" ) \
+    >"$out/build-$name.log" 2>&1 &
+  pids+=($!)
+done
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+echo "built in $(( $(date +%s) - t0 ))s, $(cat "$out"/build*.log | grep -c "warning:") compiler warnings"
+if (( failed )); then tail -20 "$out"/build*.log; echo "AB: a build failed"; exit 1; fi
+
+rows=() status=0
+if (( check )); then
+  for dir in build-gpu "${variants[@]/#/build-ab-}"; do
+    dir=${dir%%=*}
+    "$dir"/bin/fingerprint_gpu_check --no-measure >"$out/check-${dir}.log" 2>&1
+    rc=$?
+    (( rc == 0 )) || status=1
+    rows+=("check ${dir}: rc $rc, $(grep "^RESULT" "$out/check-${dir}.log" | cut -c1-60)")
+  done
+fi
+rules=() envs=()
+for v in "${variants[@]}"; do
+  name=${v%%=*}
+  rules+=("$name=fingerprint")
+  envs+=("$name=LD_PRELOAD=$PWD/build-ab-$name/lib/libtcgd.so")
+done
+args=(--build ../../build-gpu --out "$out/bench" --benches tensor --bench-rounds "$rounds" --only none-such)
+(( ${#rules[@]} )) && args+=(--tensor-rules "${rules[@]}" --tensor-env "${envs[@]}")
+(cd tests/gpu && python3 run_gate.py "${args[@]}") >"$out/bench.log" 2>&1
+grep -E "^bench tensor|^SKIP" "$out/bench.log"
+if (( ${#only[@]} )); then
+  (cd tests/gpu && python3 run_gate.py --build ../../build-gpu --out "$out/cases" --no-bench --only "${only[@]}") \
+    >"$out/cases.log" 2>&1 || status=1
+  rows+=("cases: $(grep -cE "^\S+ +PASS " "$out/cases.log") PASS, $(grep -cE "^\S+ +FAIL " "$out/cases.log") FAIL (cases.log)")
+fi
+echo "== summary ($(( $(date +%s) - t0 ))s)"
+for r in "${rows[@]}"; do echo "$r"; done
+exit $status
