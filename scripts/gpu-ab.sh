@@ -67,6 +67,13 @@ args=(--build ../../build-gpu --out "$out/bench" --benches tensor --bench-rounds
 (( ${#rules[@]} )) && args+=(--tensor-rules "${rules[@]}" --tensor-env "${envs[@]}")
 (cd tests/gpu && python3 run_gate.py "${args[@]}") >"$out/bench.log" 2>&1
 grep -E "^bench tensor|^SKIP" "$out/bench.log"
+# How the training step's fingerprint launches spread over the device, by
+# chunking policy (tests/gpu/range_bytes.py --chunks).
+if [[ -d "$out/bench/tensor-bench/fingerprint" ]]; then
+  (cd tests/gpu && python3 range_bytes.py "$out/bench/tensor-bench/fingerprint" --top 3 --writes \
+     --chunks 16:64,14:256) >"$out/ranges.txt" 2>&1
+  grep -A2 "captured sites fingerprinted" "$out/ranges.txt" | tail -6
+fi
 if (( ${#only[@]} )); then
   (cd tests/gpu && python3 run_gate.py --build ../../build-gpu --out "$out/cases" --no-bench --only "${only[@]}") \
     >"$out/cases.log" 2>&1 || status=1

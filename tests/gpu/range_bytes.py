@@ -10,7 +10,15 @@ equals the same range's previous fingerprint in that replay: ranges the
 kernel only read (or rewrote with the same bytes). It bounds what knowing
 each kernel's inputs could save.
 
-    python3 tests/gpu/range_bytes.py BUNDLE_OR_DIR ... [--top N] [--writes]
+--chunks MIN_SHIFT:TARGET[,...] adds, per chunking policy (the smallest
+chunk 2^MIN_SHIFT bytes, at most TARGET chunks a range below 2 MiB each,
+fingerprint_abi.h's chunkShiftFor; 16:64 is tcgd's), how the captured
+sites' fingerprint launches are spread: sites by their chunks (the blocks
+a launch can use) against the device's SMs, and the bytes in each class.
+It tells whether a finer chunking would give the launches of few MiB more
+of the device.
+
+    python3 tests/gpu/range_bytes.py BUNDLE_OR_DIR ... [--top N] [--writes] [--chunks 16:64,14:256]
 """
 import argparse
 import collections
@@ -105,17 +113,65 @@ def writes(path):
             print(f"  {fam:28s} {v / 1e9:7.3f} GB, unchanged {unchanged[fam] / 1e9:7.3f} GB")
 
 
+MAX_CHUNK_SHIFT = 21  # fingerprint_abi.h, kMaxChunkShift
+
+
+def chunk_count(nbytes, min_shift, target):
+    shift = min_shift
+    while shift < MAX_CHUNK_SHIFT and (nbytes + (1 << shift) - 1) >> shift > target:
+        shift += 1
+    return max(1, (nbytes + (1 << shift) - 1) >> shift)
+
+
+def chunks(path, policies, sms=132):
+    b = TensorBundle(str(path))
+    sites = [[r["bytes"] for r in s["ranges"] if not r["reuse_site"]] for s in b.sites if s["capture"] > 0]
+    sites = [s for s in sites if s]
+    if not sites:
+        return
+    edges = [(sms // 4, f"< {sms // 4}"), (sms, f"< {sms} (SMs)"), (4 * sms, f"< {4 * sms}"),
+             (None, f">= {4 * sms}")]
+    print(f"{path}: {len(sites)} captured sites fingerprinted, by their launches' chunks "
+          f"({sms} SMs assumed)")
+    for min_shift, target in policies:
+        count = collections.Counter()
+        size = collections.Counter()
+        for ranges in sites:
+            n = sum(chunk_count(x, min_shift, target) for x in ranges)
+            label = next(lab for edge, lab in edges if edge is None or n < edge)
+            count[label] += 1
+            size[label] += sum(ranges)
+        print(f"  chunks {1 << (min_shift - 10)} KiB up, at most {target}: " +
+              ", ".join(f"{lab}: {count[lab]} sites {size[lab] / 1e9:.3f} GB" for _, lab in edges if count[lab]))
+
+
+def policy(text):
+    try:
+        out = []
+        for item in text.split(","):
+            a, b = item.split(":")
+            out.append((int(a), int(b)))
+        if any(not 10 <= a <= MAX_CHUNK_SHIFT or b < 1 for a, b in out):
+            raise ValueError
+        return out
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected MIN_SHIFT:TARGET[,...], MIN_SHIFT 10 to 21")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--writes", action="store_true")
+    ap.add_argument("--chunks", type=policy, help="MIN_SHIFT:TARGET[,...], e.g. 16:64,14:256")
     args = ap.parse_args()
     for path in bundles(args.paths):
         try:
             report(path, args.top)
             if args.writes:
                 writes(path)
+            if args.chunks:
+                chunks(path, args.chunks)
         except ValueError as e:
             print(f"{path}: {e}", file=sys.stderr)
     return 0
