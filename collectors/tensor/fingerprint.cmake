@@ -104,6 +104,8 @@ add_custom_command(
           -Werror all-warnings -ccbin ${CMAKE_CXX_COMPILER}
           ${TCGD_FINGERPRINT_GENCODE}
           -I${PROJECT_SOURCE_DIR} -DTCGD_FINGERPRINT_UNROLL=${TCGD_FINGERPRINT_UNROLL}
+          -DTCGD_FINGERPRINT_MIN_CHUNK_SHIFT=${TCGD_FINGERPRINT_MIN_CHUNK_SHIFT}
+          -DTCGD_FINGERPRINT_TARGET_CHUNKS=${TCGD_FINGERPRINT_TARGET_CHUNKS}
           -o ${_tcgd_fatbin} ${CMAKE_CURRENT_LIST_DIR}/fingerprint.cu
   DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fingerprint.cu ${CMAKE_CURRENT_LIST_DIR}/fingerprint_abi.h
           ${CMAKE_CURRENT_LIST_DIR}/fingerprint_claim.h

@@ -151,11 +151,23 @@ TCGD_HOST_DEVICE constexpr uint64_t wordHash(uint64_t j, uint64_t w) {
 // other figure is the same for any chunking. Ranges of equal length are
 // chunked alike, so the same tensor gives the same bits in eager and in a
 // graph.
-inline constexpr uint32_t kMinChunkShift = 16;  // 64 KiB
+// The build options TCGD_FINGERPRINT_MIN_CHUNK_SHIFT and _TARGET_CHUNKS
+// (CMakeLists.txt) set another chunking for every binary of a build at once,
+// to weigh it on the GPU; the defaults are tcgd's.
+#ifndef TCGD_FINGERPRINT_MIN_CHUNK_SHIFT
+#define TCGD_FINGERPRINT_MIN_CHUNK_SHIFT 16
+#endif
+#ifndef TCGD_FINGERPRINT_TARGET_CHUNKS
+#define TCGD_FINGERPRINT_TARGET_CHUNKS 64
+#endif
+inline constexpr uint32_t kMinChunkShift = TCGD_FINGERPRINT_MIN_CHUNK_SHIFT;  // 16: 64 KiB
 inline constexpr uint32_t kMaxChunkShift = 21;  // 2 MiB (a block's counters: fingerprint.cu)
 inline constexpr uint64_t kMinChunkBytes = uint64_t{1} << kMinChunkShift;
 inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << kMaxChunkShift;
-inline constexpr uint64_t kTargetChunks = 64;
+inline constexpr uint64_t kTargetChunks = TCGD_FINGERPRINT_TARGET_CHUNKS;  // 64
+static_assert(kMinChunkShift >= 12 && kMinChunkShift < kMaxChunkShift, "TCGD_FINGERPRINT_MIN_CHUNK_SHIFT: 12 to 20");
+static_assert(kTargetChunks >= 32 && kTargetChunks <= 256 && kTargetChunks % 32 == 0,
+              "TCGD_FINGERPRINT_TARGET_CHUNKS: 32 to 256, a multiple of 32 (the combine's lanes)");
 
 TCGD_HOST_DEVICE constexpr uint32_t chunkShiftFor(uint64_t bytes) {
   uint32_t shift = kMinChunkShift;
@@ -169,9 +181,10 @@ TCGD_HOST_DEVICE constexpr uint32_t chunkCountFor(uint64_t bytes, uint32_t shift
   return n == 0 ? 1u : static_cast<uint32_t>(n);
 }
 
-static_assert(chunkShiftFor(0) == kMinChunkShift && chunkShiftFor(uint64_t{1} << 22) == kMinChunkShift);
-static_assert(chunkShiftFor((uint64_t{1} << 22) + 1) == kMinChunkShift + 1);
-static_assert(chunkShiftFor(uint64_t{1} << 40) == kMaxChunkShift && chunkShiftFor(uint64_t{1} << 29) == kMaxChunkShift);
+static_assert(chunkShiftFor(0) == kMinChunkShift && chunkShiftFor(kMinChunkBytes * kTargetChunks) == kMinChunkShift);
+static_assert(chunkShiftFor(kMinChunkBytes * kTargetChunks + 1) == kMinChunkShift + 1);
+static_assert(chunkShiftFor(uint64_t{1} << 40) == kMaxChunkShift &&
+              chunkShiftFor(kMaxChunkBytes * kTargetChunks) == kMaxChunkShift);
 static_assert(chunkCountFor(0, kMinChunkShift) == 1 && chunkCountFor(kMinChunkBytes + 1, kMinChunkShift) == 2);
 
 // ---- combining the chunks of a range ----------------------------------------
