@@ -528,8 +528,29 @@ struct StagingStore {
   }
 };
 
+// The thread's whole vectors from q on, N at a time while N more are left
+// (q and jk, its word index times kGolden, move on with them).
+template <Dtype D, uint32_t N, typename Loader>
+__device__ __forceinline__ void scanVectors(Partial<D>& a, const Loader& load, uint32_t vectors,
+                                            const StagingStore& store, uint32_t& q, uint64_t& jk) {
+  constexpr uint32_t kElem = sizeof(typename Traits<D>::Bits);
+  constexpr uint64_t kStep = 2ull * kThreads * kGolden;  // wrapping, as j * kGolden does
+  for (; q + (N - 1) * kThreads < vectors; q += N * kThreads) {
+    uint4 v[N];
+#pragma unroll
+    for (uint32_t u = 0; u < N; ++u) v[u] = load(q + u * kThreads);
+#pragma unroll
+    for (uint32_t u = 0; u < N; ++u) store(q + u * kThreads, v[u]);
+#pragma unroll
+    for (uint32_t u = 0; u < N; ++u) {
+      addVector<D, true>(a, v[u], jk + u * kStep, (q + u * kThreads) * (kVectorBytes / kElem), kVectorBytes);
+    }
+    jk += N * kStep;
+  }
+}
+
 // This thread's vectors t, t + 256, ... of a chunk of `vectors` whole vectors
-// and a short one of `tail` bytes after them, in increasing order, `unroll`
+// and a short one of `tail` bytes after them, in increasing order, kUnroll
 // loads in flight. Vector q holds words first_word + 2q and one more, so j *
 // kGolden moves on by 2 * 256 * kGolden per vector of a thread.
 template <Dtype D, uint32_t kUnroll, typename Loader>
@@ -537,43 +558,13 @@ __device__ __forceinline__ void scanChunk(Partial<D>& a, const Loader& load, con
                                           uint32_t vectors, uint32_t tail, uint64_t first_word,
                                           const StagingStore& store) {
   constexpr uint32_t kElem = sizeof(typename Traits<D>::Bits);
-  constexpr uint64_t kStep = 2ull * kThreads * kGolden;  // wrapping, as j * kGolden does
   uint32_t q = threadIdx.x;
   uint64_t jk = (first_word + 2 * q) * kGolden;
-  for (; q + (kUnroll - 1) * kThreads < vectors; q += kUnroll * kThreads) {
-    uint4 v[kUnroll];
-#pragma unroll
-    for (uint32_t u = 0; u < kUnroll; ++u) v[u] = load(q + u * kThreads);
-#pragma unroll
-    for (uint32_t u = 0; u < kUnroll; ++u) store(q + u * kThreads, v[u]);
-#pragma unroll
-    for (uint32_t u = 0; u < kUnroll; ++u) {
-      addVector<D, true>(a, v[u], jk + u * kStep, (q + u * kThreads) * (kVectorBytes / kElem), kVectorBytes);
-    }
-    jk += kUnroll * kStep;
-  }
+  scanVectors<D, kUnroll>(a, load, vectors, store, q, jk);
   // What is left of a chunk too short for 8 more: 4 at a time (a 16 KiB
   // chunk is 4 vectors a thread).
-  if constexpr (kUnroll >= 8) {
-    constexpr uint32_t kHalf = kUnroll / 2;
-    for (; q + (kHalf - 1) * kThreads < vectors; q += kHalf * kThreads) {
-      uint4 v[kHalf];
-#pragma unroll
-      for (uint32_t u = 0; u < kHalf; ++u) v[u] = load(q + u * kThreads);
-#pragma unroll
-      for (uint32_t u = 0; u < kHalf; ++u) store(q + u * kThreads, v[u]);
-#pragma unroll
-      for (uint32_t u = 0; u < kHalf; ++u) {
-        addVector<D, true>(a, v[u], jk + u * kStep, (q + u * kThreads) * (kVectorBytes / kElem), kVectorBytes);
-      }
-      jk += kHalf * kStep;
-    }
-  }
-  for (; q < vectors; q += kThreads, jk += kStep) {
-    const uint4 v = load(q);
-    store(q, v);
-    addVector<D, true>(a, v, jk, q * (kVectorBytes / kElem), kVectorBytes);
-  }
+  if constexpr (kUnroll >= 8) scanVectors<D, kUnroll / 2>(a, load, vectors, store, q, jk);
+  if constexpr (kUnroll > 1) scanVectors<D, 1>(a, load, vectors, store, q, jk);
   if (tail != 0 && q == vectors) {  // the short vector is this thread's last
     const uint4 v = loadBytes(chunk + q * kVectorBytes, tail);
     store(q, v);  // zero-padded past the range's end
