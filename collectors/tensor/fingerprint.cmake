@@ -94,6 +94,9 @@ if(NOT TCGD_FINGERPRINT_UNROLL MATCHES "^[48]$")
   message(FATAL_ERROR "TCGD_FINGERPRINT_UNROLL=${TCGD_FINGERPRINT_UNROLL}: expected 4 or 8")
 endif()
 
+# The chunking every binary of the build takes (CMakeLists.txt).
+list(TRANSFORM TCGD_FINGERPRINT_CHUNKING PREPEND -D OUTPUT_VARIABLE _tcgd_chunking)
+
 set(_tcgd_fatbin ${CMAKE_CURRENT_BINARY_DIR}/fingerprint.fatbin)
 # -O3 and no FMA contraction (the sums' rounding is part of the format);
 # -Werror keeps the device code as warning-free as the host code; two
@@ -103,9 +106,7 @@ add_custom_command(
   COMMAND ${_tcgd_nvcc} -fatbin -O3 -std=c++17 --fmad=false --threads 2
           -Werror all-warnings -ccbin ${CMAKE_CXX_COMPILER}
           ${TCGD_FINGERPRINT_GENCODE}
-          -I${PROJECT_SOURCE_DIR} -DTCGD_FINGERPRINT_UNROLL=${TCGD_FINGERPRINT_UNROLL}
-          -DTCGD_FINGERPRINT_MIN_CHUNK_SHIFT=${TCGD_FINGERPRINT_MIN_CHUNK_SHIFT}
-          -DTCGD_FINGERPRINT_TARGET_CHUNKS=${TCGD_FINGERPRINT_TARGET_CHUNKS}
+          -I${PROJECT_SOURCE_DIR} -DTCGD_FINGERPRINT_UNROLL=${TCGD_FINGERPRINT_UNROLL} ${_tcgd_chunking}
           -o ${_tcgd_fatbin} ${CMAKE_CURRENT_LIST_DIR}/fingerprint.cu
   DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fingerprint.cu ${CMAKE_CURRENT_LIST_DIR}/fingerprint_abi.h
           ${CMAKE_CURRENT_LIST_DIR}/fingerprint_claim.h

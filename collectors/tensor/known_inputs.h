@@ -102,12 +102,12 @@ int16_t atenDataParam(std::string_view demangled);
 // IntDividers of three uint32_t; 25 arrays of T uint32_t strides), then the
 // data array std::array<char*, T> (the output, then the inputs), then the
 // functor, and in the casting form T dtypes of one byte (CUDALoops.cuh,
-// OffsetCalculator.cuh; torch 2.11). ATen fills only the first `dims` entries of the calculator's
-// arrays, so the rest hold stale words, some of them old device addresses:
-// only the data array and what follows it are pointers. `data_offset`: the
-// array's offset inside the lambda; `tensors` 0 when the name is not such a
-// kernel's or no one T fits `lambda_size` (the functor after the array at
-// most 64 bytes).
+// OffsetCalculator.cuh; torch 2.11). ATen fills only the first `dims`
+// entries of the calculator's arrays, so the rest hold stale words, some of
+// them old device addresses: only the data array and what follows it are
+// pointers. `data_offset`: the array's offset inside the lambda; `tensors` 0
+// when the name is not such a kernel's or no one T fits `lambda_size` (the
+// functor after the array at most 64 bytes).
 struct LegacyLambda {
   uint16_t data_offset = 0;
   uint8_t tensors = 0;

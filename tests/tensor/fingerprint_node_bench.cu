@@ -100,17 +100,13 @@ int main(int argc, char** argv) {
   static_cast<ObservationRingHost*>(host)->consumer = ~uint64_t{0} >> 1;
   printf("fingerprint node, GPU us per node (100-node graph), float32, one range\n");
   printf("%10s %7s %7s %9s %9s %9s %9s\n", "bytes", "chunks", "grid", "empty", "node", "GB/s", "partials");
-  int state_index = 0;
-  for (uint64_t bytes : {uint64_t{4} << 10, uint64_t{16} << 10, uint64_t{64} << 10, uint64_t{256} << 10,
-                         uint64_t{1} << 20, uint64_t{4} << 20, uint64_t{16} << 20, uint64_t{32} << 20,
-                         uint64_t{64} << 20}) {
+  // One float32 range of `bytes` in chunks of 2^shift, written to the ring.
+  const auto oneRange = [&](uint64_t bytes, uint32_t shift) {
     FingerprintParams p{};
     p.site = 1;
     p.slots = reinterpret_cast<uint64_t>(mapped) + kObservationRingHeaderBytes;
     p.ring_host = reinterpret_cast<uint64_t>(mapped);
     p.ring_device = reinterpret_cast<uint64_t>(ring);
-    p.site_state = reinterpret_cast<uint64_t>(states) + sizeof(SiteState) * state_index++;
-    p.scratch = reinterpret_cast<uint64_t>(scratch);
     p.capacity = capacity;
     p.replay_first = 0;
     p.replay_last = 0xffffffffu;
@@ -118,20 +114,33 @@ int main(int argc, char** argv) {
     FingerprintRange& r = p.ranges[0];
     r.ptr = reinterpret_cast<uint64_t>(data);
     r.bytes = bytes;
-    r.first_chunk = 0;
-    setChunking(r);
+    r.chunk_shift = static_cast<uint8_t>(shift);
+    r.chunks = chunkCountFor(bytes, shift);
     r.dtype = static_cast<uint8_t>(Dtype::kFloat32);
     p.total_chunks = r.chunks;
+    return p;
+  };
+  // The same launch published per replay: its partials left in the arena.
+  const auto withPartials = [&](FingerprintParams p) {
+    p.site_state = 0;
+    p.scratch = 0;
+    p.partials = reinterpret_cast<uint64_t>(partials);
+    p.partial_tag = 1;
+    return p;
+  };
+  int state_index = 0;
+  for (uint64_t bytes : {uint64_t{4} << 10, uint64_t{16} << 10, uint64_t{64} << 10, uint64_t{256} << 10,
+                         uint64_t{1} << 20, uint64_t{4} << 20, uint64_t{16} << 20, uint64_t{32} << 20,
+                         uint64_t{64} << 20}) {
+    FingerprintParams p = oneRange(bytes, chunkShiftFor(bytes));
+    p.site_state = reinterpret_cast<uint64_t>(states) + sizeof(SiteState) * state_index++;
+    p.scratch = reinterpret_cast<uint64_t>(scratch);
+    const FingerprintRange& r = p.ranges[0];
     const uint32_t grid = std::max<uint32_t>(1, std::min<uint32_t>(r.chunks, max_grid));
     double empty = 0, node = 0, partial = 0;
     if (int rc = nodeUs(p, grid, true, &empty)) return rc;
     if (int rc = nodeUs(p, grid, false, &node)) return rc;
-    FingerprintParams q = p;
-    q.site_state = 0;
-    q.scratch = 0;
-    q.partials = reinterpret_cast<uint64_t>(partials);
-    q.partial_tag = 1;
-    if (int rc = nodeUs(q, grid, false, &partial)) return rc;
+    if (int rc = nodeUs(withPartials(p), grid, false, &partial)) return rc;
     printf("%10llu %7u %7u %9.2f %9.2f %9.1f %9.2f\n", static_cast<unsigned long long>(bytes), r.chunks, grid, empty,
            node, bytes / (node * 1e3), partial);
   }
@@ -144,21 +153,8 @@ int main(int argc, char** argv) {
                          uint64_t{64} << 20}) {
     printf("%10llu", static_cast<unsigned long long>(bytes));
     for (uint32_t shift = kMinChunkShift; shift <= kMaxChunkShift; ++shift) {
-      FingerprintParams q{};
-      q.site = 1;
-      q.capacity = capacity;
-      q.replay_first = 0;
-      q.replay_last = 0xffffffffu;
-      q.range_count = 1;
-      q.partials = reinterpret_cast<uint64_t>(partials);
-      q.partial_tag = 1;
-      FingerprintRange& r = q.ranges[0];
-      r.ptr = reinterpret_cast<uint64_t>(data);
-      r.bytes = bytes;
-      r.chunk_shift = static_cast<uint8_t>(shift);
-      r.chunks = chunkCountFor(bytes, shift);
-      r.dtype = static_cast<uint8_t>(Dtype::kFloat32);
-      q.total_chunks = r.chunks;
+      const FingerprintParams q = withPartials(oneRange(bytes, shift));
+      const FingerprintRange& r = q.ranges[0];
       if (r.chunks > kPartialsHeld) {
         printf(" %8s", "-");
         continue;
