@@ -277,9 +277,21 @@ bool writesThroughParameters(std::string_view demangled) {
   const name_parse::ParsedName p = name_parse::parseName(demangled);
   if (!p.ok || !p.has_params) return false;
   const std::vector<Nodes> scopes = name_parse::splitScopes(p.name);
+  if (scopes.size() == 1) {
+    // ATen's memory-efficient attention: fmha_cutlassF_* and fmha_cutlassB_*
+    // take one PyTorchMemEffAttention::Attention[Backward]Kernel<...>::Params
+    // that holds every pointer they use (the backward's workspace too).
+    const std::string_view name = name_parse::scopeIdentifier(scopes[0]);
+    if (name.substr(0, 12) != "fmha_cutlass" || p.params.parts.size() != 1) return false;
+    const std::vector<Nodes> param = name_parse::splitScopes(p.params.parts[0]);
+    return param.size() == 3 && name_parse::scopeIdentifier(param[0]) == "PyTorchMemEffAttention" &&
+           name_parse::scopeIdentifier(param[2]) == "Params";
+  }
   if (scopes.size() < 2) return false;
   const std::string_view top = name_parse::scopeIdentifier(scopes[0]);
-  return top == "at" || top == "c10";
+  // pytorch_flash: ATen's flash attention, whose Flash_fwd_params and
+  // Flash_bwd_params hold every pointer its kernels use.
+  return top == "at" || top == "c10" || top == "pytorch_flash";
 }
 
 bool InputWords::holds(uint32_t offset) const {

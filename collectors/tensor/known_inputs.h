@@ -58,7 +58,9 @@
 // thread runs the backward pass).
 //
 // Reuse trusts that a launch writes only through the pointers tcgd found in
-// its parameters. That holds for ATen's own kernels and Inductor's
+// its parameters. That holds for ATen's own kernels (its attention kernels
+// outside at:: too: flash attention's and memory-efficient attention's,
+// whose one parameter struct holds every pointer they use) and Inductor's
 // pointwise and reduction kernels (plain pointer parameters), for copies
 // and sets (their destination) and, for the kernels of an interposed library
 // call, for the call's outputs (each forgotten from its allocation's start
@@ -159,8 +161,9 @@ uint32_t reduceSourceOffset(std::string_view demangled, uint32_t param_count, ui
 bool reduceTailValid(const uint8_t* param, uint32_t param_size);
 
 // Whether a kernel, by its demangled name, writes only through pointer words
-// of its parameters (see above): ATen's kernels (scope `at::` or `c10::`)
-// and Inductor's triton_poi_, triton_red_ and triton_per_ kernels.
+// of its parameters (see above): ATen's kernels (scope `at::`, `c10::` or
+// `pytorch_flash::`, and fmha_cutlass[FB]_* taking one
+// PyTorchMemEffAttention::...::Params) and Inductor's triton_poi_, triton_red_ and triton_per_ kernels.
 bool writesThroughParameters(std::string_view demangled);
 
 // Where a launch's parameters hold pointers the kernel only reads.
