@@ -73,6 +73,7 @@ if [[ -d "$out/bench/tensor-bench/fingerprint" ]]; then
   (cd tests/gpu && python3 range_bytes.py "$out/bench/tensor-bench/fingerprint" --top 3 --writes \
      --chunks 16:64,14:256) >"$out/ranges.txt" 2>&1
   grep -A2 "captured sites fingerprinted" "$out/ranges.txt" | tail -6
+  grep -h "read again within" "$out/ranges.txt" | head -3
 fi
 if (( ${#only[@]} )); then
   (cd tests/gpu && python3 run_gate.py --build ../../build-gpu --out "$out/cases" --no-bench --only "${only[@]}") \

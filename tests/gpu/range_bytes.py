@@ -62,6 +62,20 @@ def report(path, top):
           f"{reused / 1e9:.3f} GB of known inputs reused, not fingerprinted")
     print("  bytes by range size: " + ", ".join(f"<={k >> 10} KiB {v / 1e9:.3f} GB" for k, v in sorted(sizes.items())
                                                 if v > total / 100))
+    # Ranges of one launch that overlap (pointers into one allocation, each
+    # range running to its end): bytes read more than once by one node.
+    again = collections.Counter()
+    for s in captured:
+        spans = sorted((r["ptr"], r["ptr"] + r["bytes"]) for r in s["ranges"])
+        covered, end = 0, 0
+        for a, e in spans:
+            covered += max(0, e - max(a, end))
+            end = max(end, e)
+        if covered < sum(e - a for a, e in spans):
+            again[family(b.kernel_name(s) or "")] += sum(e - a for a, e in spans) - covered
+    if again:
+        print(f"  bytes read again within one launch (overlapping ranges): {sum(again.values()) / 1e9:.3f} GB; "
+              + ", ".join(f"{k} {v / 1e9:.3f}" for k, v in again.most_common(4)))
     rows = sorted(by_range.items(), key=lambda kv: -kv[0][1] * kv[1]["count"])[:top]
     for (ptr, nbytes), e in rows:
         kernels = "; ".join(f"{n} x{c}" for n, c in e["kernels"].most_common(3))
