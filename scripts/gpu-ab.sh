@@ -4,8 +4,12 @@
 # (docs/development.md, "Comparing builds on the GPU"). Each variant builds
 # only the agent and the recorder, in a build directory of its own, from the
 # same sources; the benchmark runs every configuration in interleaved rounds
-# and prints the ratios to no agent. Logs and bundles go under OUT (default
-# ./gpu-ab-out; the device tool sets $OUT).
+# and prints the ratios to no agent. OUT (default ./gpu-ab-out; the device
+# tool sets $OUT) gets at most seven files, each as soon as its stage ends:
+# build.log, checks.log, bench.log, ranges.txt, cases.log, the training
+# step's fingerprint bundle (bench-fingerprint.tcgd-tensor, when under
+# 16 MiB) and summary.txt; the runs' own folders stay in a work folder
+# (GPU_AB_WORK, default a new one under /tmp).
 #
 #   scripts/gpu-ab.sh [--rounds N] [--check] [--only CASE...] NAME=-DOPTION=VALUE[,-DOPTION=VALUE] ...
 #     --rounds N   benchmark rounds (default 2)
@@ -16,6 +20,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/gpu-ab-out}"
 mkdir -p "$out"
+work=${GPU_AB_WORK:-$(mktemp -d /tmp/gpu-ab.XXXXXX)}
+mkdir -p "$work"
+exec > >(tee "$out/summary.txt") 2>&1
 rounds=2 check=0 only=() variants=()
 while (( $# )); do
   case $1 in
@@ -26,35 +33,38 @@ while (( $# )); do
     *) echo "gpu-ab.sh: $1: expected --rounds N, --check, --only CASE... or NAME=-DOPTION=VALUE[,...]" >&2; exit 2 ;;
   esac
 done
-nproc=$(nproc)
-jobs=$(( nproc / (1 + ${#variants[@]}) )); (( jobs < 2 )) && jobs=2
+# Every build takes every core: the variants' few targets end early, and the
+# tree's own build then has the machine.
+jobs=$(nproc)
 t0=$(date +%s)
 configure() {  # DIR OPTIONS...
   local dir=$1; shift
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTCGD_WERROR=OFF "$@" >/dev/null
 }
-( configure build-gpu && cmake --build build-gpu -j "$jobs" ) >"$out/build.log" 2>&1 &
+( configure build-gpu && cmake --build build-gpu -j "$jobs" ) >"$work/build-gpu.log" 2>&1 &
 pids=($!)
 for v in "${variants[@]}"; do
   name=${v%%=*}; IFS=, read -r -a opts <<<"${v#*=}"
   targets=(tcgd tcgd-recorder); (( check )) && targets+=(fingerprint_gpu_check)
   ( configure "build-ab-$name" "${opts[@]}" && cmake --build "build-ab-$name" -j "$jobs" --target "${targets[@]}" ) \
-    >"$out/build-$name.log" 2>&1 &
+    >"$work/build-ab-$name.log" 2>&1 &
   pids+=($!)
 done
 failed=0
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
-echo "built in $(( $(date +%s) - t0 ))s, $(cat "$out"/build*.log | grep -c "warning:") compiler warnings"
-if (( failed )); then tail -20 "$out"/build*.log; echo "AB: a build failed"; exit 1; fi
+for f in "$work"/build-*.log; do echo "== $(basename "$f")"; cat "$f"; done >"$out/build.log"
+echo "built in $(( $(date +%s) - t0 ))s, $(grep -c "warning:" "$out/build.log") compiler warnings"
+if (( failed )); then tail -20 "$work"/build-*.log; echo "AB: a build failed"; exit 1; fi
 
 rows=() status=0
 if (( check )); then
   for dir in build-gpu "${variants[@]/#/build-ab-}"; do
     dir=${dir%%=*}
-    "$dir"/bin/fingerprint_gpu_check --no-measure >"$out/check-${dir}.log" 2>&1
+    "$dir"/bin/fingerprint_gpu_check --no-measure >"$work/check-${dir}.log" 2>&1
     rc=$?
     (( rc == 0 )) || status=1
-    rows+=("check ${dir}: rc $rc, $(grep "^RESULT" "$out/check-${dir}.log" | cut -c1-60)")
+    { echo "== $dir: rc $rc"; cat "$work/check-${dir}.log"; } >>"$out/checks.log"
+    rows+=("check ${dir}: rc $rc, $(grep "^RESULT" "$work/check-${dir}.log" | cut -c1-60)")
   done
 fi
 rules=() envs=()
@@ -63,20 +73,24 @@ for v in "${variants[@]}"; do
   rules+=("$name=fingerprint")
   envs+=("$name=LD_PRELOAD=$PWD/build-ab-$name/lib/libtcgd.so")
 done
-args=(--build ../../build-gpu --out "$out/bench" --benches tensor --bench-rounds "$rounds" --only none-such)
+args=(--build ../../build-gpu --out "$work/bench" --benches tensor --bench-rounds "$rounds" --only none-such)
 (( ${#rules[@]} )) && args+=(--tensor-rules "${rules[@]}" --tensor-env "${envs[@]}")
 (cd tests/gpu && python3 run_gate.py "${args[@]}") >"$out/bench.log" 2>&1
 grep -E "^bench tensor|^SKIP" "$out/bench.log"
 # How the training step's fingerprint launches spread over the device, by
 # chunking policy (tests/gpu/range_bytes.py --chunks).
-if [[ -d "$out/bench/tensor-bench/fingerprint" ]]; then
-  (cd tests/gpu && python3 range_bytes.py "$out/bench/tensor-bench/fingerprint" --top 3 --writes \
+if [[ -d "$work/bench/tensor-bench/fingerprint" ]]; then
+  # The training step's bundle: the largest the configuration wrote under 16 MiB.
+  bundle=$(find "$work/bench/tensor-bench/fingerprint" -name "*.tcgd-tensor" -size -16M -printf "%s %p\n" |
+           sort -n | tail -1 | cut -d" " -f2)
+  [[ -n $bundle ]] && cp "$bundle" "$out/bench-fingerprint.tcgd-tensor"
+  (cd tests/gpu && python3 range_bytes.py "$work/bench/tensor-bench/fingerprint" --top 3 --writes \
      --chunks 16:64,14:256) >"$out/ranges.txt" 2>&1
   grep -A2 "captured sites fingerprinted" "$out/ranges.txt" | tail -6
   grep -h "read again within" "$out/ranges.txt" | head -3
 fi
 if (( ${#only[@]} )); then
-  (cd tests/gpu && python3 run_gate.py --build ../../build-gpu --out "$out/cases" --no-bench --only "${only[@]}") \
+  (cd tests/gpu && python3 run_gate.py --build ../../build-gpu --out "$work/cases" --no-bench --only "${only[@]}") \
     >"$out/cases.log" 2>&1 || status=1
   rows+=("cases: $(grep -cE "^\S+ +PASS " "$out/cases.log") PASS, $(grep -cE "^\S+ +FAIL " "$out/cases.log") FAIL (cases.log)")
 fi
