@@ -11,9 +11,11 @@
 # 16 MiB) and summary.txt; the runs' own folders stay in a work folder
 # (GPU_AB_WORK, default a new one under /tmp).
 #
-#   scripts/gpu-ab.sh [--rounds N] [--check] [--only CASE...] NAME=-DOPTION=VALUE[,-DOPTION=VALUE] ...
+#   scripts/gpu-ab.sh [--rounds N] [--check] [--rules NAME=RULES...] [--only CASE...] NAME=-DOPTION=VALUE[,...] ...
 #     --rounds N   benchmark rounds (default 2)
 #     --check      fingerprint_gpu_check --no-measure on this tree and every variant first
+#     --rules ...  more configurations of this tree's agent, each NAME=TCGD_TENSOR value
+#                  (run_gate.py --tensor-rules), e.g. d4=fingerprint:overlap-depth=4
 #     --only ...   gate cases (tests/gpu/run_gate.py --only) to run on this tree after the benchmark
 #   e.g.  scripts/gpu-ab.sh --check u8=-DTCGD_FINGERPRINT_UNROLL=8
 set -uo pipefail
@@ -23,14 +25,16 @@ mkdir -p "$out"
 work=${GPU_AB_WORK:-$(mktemp -d /tmp/gpu-ab.XXXXXX)}
 mkdir -p "$work"
 exec > >(tee "$out/summary.txt") 2>&1
-rounds=2 check=0 only=() variants=()
+rounds=2 check=0 only=() variants=() extra_rules=()
 while (( $# )); do
   case $1 in
     --rounds) rounds=${2:?--rounds takes a number}; shift 2 ;;
     --check) check=1; shift ;;
     --only) shift; while (( $# )) && [[ $1 != --* && $1 != *=* ]]; do only+=("$1"); shift; done ;;
+    --rules) shift; while (( $# )) && [[ $1 != --* && $1 != *=-D* && $1 == *=* ]]; do extra_rules+=("$1"); shift; done ;;
     *=-D*) variants+=("$1"); shift ;;
-    *) echo "gpu-ab.sh: $1: expected --rounds N, --check, --only CASE... or NAME=-DOPTION=VALUE[,...]" >&2; exit 2 ;;
+    *) echo "gpu-ab.sh: $1: expected --rounds N, --check, --rules NAME=RULES..., --only CASE... or" \
+            "NAME=-DOPTION=VALUE[,...]" >&2; exit 2 ;;
   esac
 done
 # Every build takes every core: the variants' few targets end early, and the
@@ -45,8 +49,13 @@ configure() {  # DIR OPTIONS...
 pids=($!)
 for v in "${variants[@]}"; do
   name=${v%%=*}; IFS=, read -r -a opts <<<"${v#*=}"
+  # The agent, the recorder and the torch bridge (libtcgd_torch.so, which the
+  # agent loads from beside itself: without it a torch job's ranges run to
+  # the end of the driver's segments, not of the allocator's blocks).
   targets=(tcgd tcgd-recorder); (( check )) && targets+=(fingerprint_gpu_check)
-  ( configure "build-ab-$name" "${opts[@]}" && cmake --build "build-ab-$name" -j "$jobs" --target "${targets[@]}" ) \
+  ( configure "build-ab-$name" "${opts[@]}" &&
+    if ninja -C "build-ab-$name" -t targets all | grep -q "^tcgd_torch:"; then targets+=(tcgd_torch); fi &&
+    cmake --build "build-ab-$name" -j "$jobs" --target "${targets[@]}" ) \
     >"$work/build-ab-$name.log" 2>&1 &
   pids+=($!)
 done
@@ -55,6 +64,17 @@ for p in "${pids[@]}"; do wait "$p" || failed=1; done
 for f in "$work"/build-*.log; do echo "== $(basename "$f")"; cat "$f"; done >"$out/build.log"
 echo "built in $(( $(date +%s) - t0 ))s, $(grep -c "warning:" "$out/build.log") compiler warnings"
 if (( failed )); then tail -20 "$work"/build-*.log; echo "AB: a build failed"; exit 1; fi
+# A variant runs this tree's job with its own agent: it must have every
+# library the agent loads that this tree has.
+shopt -s nullglob
+for v in "${variants[@]}"; do
+  name=${v%%=*}
+  for lib in build-gpu/lib/libtcgd*.so; do
+    if [[ ! -e build-ab-$name/lib/$(basename "$lib") ]]; then
+      echo "AB: build-ab-$name/lib lacks $(basename "$lib"), which build-gpu/lib has"; exit 1
+    fi
+  done
+done
 
 rows=() status=0
 if (( check )); then
@@ -67,7 +87,7 @@ if (( check )); then
     rows+=("check ${dir}: rc $rc, $(grep "^RESULT" "$work/check-${dir}.log" | cut -c1-60)")
   done
 fi
-rules=() envs=()
+rules=("${extra_rules[@]}") envs=()
 for v in "${variants[@]}"; do
   name=${v%%=*}
   rules+=("$name=fingerprint")
