@@ -47,6 +47,40 @@ void dropOldest(PendingStream& e, uint32_t n) {
   e.count -= n;
 }
 
+// The pending nodes (bit i: the i-th oldest) that the nodes of `of` wait for
+// through their priors, themselves left out unless another waits for them.
+// A prior is older than its node, so one pass from the newest finds them all.
+uint32_t ancestors(PendingStream& e, uint32_t of) {
+  uint32_t found = 0;
+  for (uint32_t i = e.count; i > 1; --i) {
+    if (((of | found) >> (i - 1) & 1u) == 0 || e.at(i - 1).prior == nullptr) continue;
+    for (uint32_t j = i - 1; j > 0; --j) {
+      if (e.at(j - 1).node == e.at(i - 1).prior) {
+        found |= 1u << (j - 1);
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+// Drops the pending nodes of `mask`, the others keeping their order.
+void dropNodes(PendingStream& e, uint32_t mask) {
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < e.count; ++i) {
+    if ((mask >> i & 1u) != 0) continue;
+    if (kept != i) e.at(kept) = e.at(i);
+    ++kept;
+  }
+  e.count = kept;
+}
+
+uint32_t allNodes(const PendingStream& e) { return e.count >= 32 ? ~0u : (1u << e.count) - 1; }
+
+// The nodes of `wanted` that none of the others waits for: waiting for
+// these is waiting for all of them.
+uint32_t heads(PendingStream& e, uint32_t wanted) { return wanted & ~ancestors(e, wanted); }
+
 // The stream's capture id, graph and dependencies (copied: the driver's
 // array lasts until the next call on the stream). False when the stream
 // does not capture or the call failed.
@@ -105,21 +139,18 @@ bool updateDeps(CUstream stream, CUgraphNode* nodes, uint32_t count, unsigned fl
          d.stream_update_capture_dependencies(stream, nodes, count, flags) == CUDA_SUCCESS;
 }
 
-// The work just captured on the stream waits for `node` (an edge from it to
-// each of the stream's dependencies, which the work is). False if that
+// The work just captured on the stream waits for `nodes` (an edge from each
+// to each of the stream's dependencies, which the work is). False if that
 // failed.
-bool joinNow(CUgraphNode node, uint64_t capture_id, CUstream stream) {
+bool joinNow(const CUgraphNode* nodes, uint32_t node_count, uint64_t capture_id, CUstream stream) {
   uint64_t id = 0;
   CUgraph graph = nullptr;
   CUgraphNode deps[OverlapPlan::kMaxDeps];
   uint32_t n = 0;
-  if (captureState(stream, &id, &graph, deps, OverlapPlan::kMaxDeps, &n) && id == capture_id &&
-      addEdges(graph, node, deps, n)) {
-    count(kOverlapJoins);
-    return true;
-  }
-  // Failing an edge, the stream's next work waits for it.
-  if (updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) {
+  bool ok = captureState(stream, &id, &graph, deps, OverlapPlan::kMaxDeps, &n) && id == capture_id;
+  for (uint32_t i = 0; ok && i < node_count; ++i) ok = addEdges(graph, nodes[i], deps, n);
+  // Failing an edge, the stream's next work waits for them.
+  if (ok || updateDeps(stream, const_cast<CUgraphNode*>(nodes), node_count, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) {
     count(kOverlapJoins);
     return true;
   }
@@ -127,17 +158,31 @@ bool joinNow(CUgraphNode node, uint64_t capture_id, CUstream stream) {
   return false;
 }
 
-// The work just captured waits for every pending node of `e` (the newest
-// one, which comes after the others), and none is pending any more.
+// The nodes that waiting for every pending node of `e` takes (with chain=on
+// the newest alone, which comes after the others), into `out`; how many.
+uint32_t headNodes(PendingStream& e, CUgraphNode* out) {
+  const uint32_t mask = heads(e, allNodes(e));
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < e.count; ++i)
+    if ((mask >> i & 1u) != 0) out[n++] = e.at(i).node;
+  return n;
+}
+
+// The work just captured waits for every pending node of `e`, and none is
+// pending any more.
 void joinAll(PendingTable& table, PendingStream* e, CUstream stream) {
   if (e == nullptr) return;
-  if (e->count != 0) (void)joinNow(e->newest().node, e->capture_id, stream);
+  if (e->count != 0) {
+    CUgraphNode nodes[PendingStream::kMaxDepth];
+    const uint32_t n = headNodes(*e, nodes);
+    (void)joinNow(nodes, n, e->capture_id, stream);
+  }
   release(table, e);
 }
 
 }  // namespace
 
-bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, const WriteSet& work,
+bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, const WriteSet& work, bool chain,
                   OverlapPlan* plan) {
   PendingStream* pending = find(table, stream, capture_id);
   uint64_t id = 0;
@@ -151,30 +196,37 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
   }
   if (pending == nullptr || pending->count == 0) return true;
   const CUgraphNode newest = pending->newest().node;
-  // The newest pending node the work may write to (all of them when its
-  // ranges are not all known): it waits for that one, and so for the older.
-  uint32_t joined = 0;
+  // The pending nodes the work may write to (all of them when its ranges are
+  // not all known): it waits for those that no other of them waits for
+  // (with chain=on the newest), and so for every one they wait for.
+  uint32_t wanted = 0;
   if (!work.complete) {
-    joined = pending->count;
+    wanted = allNodes(*pending);
   } else {
-    for (uint32_t i = pending->count; i > 0 && joined == 0; --i)
-      if (overlaps(pending->at(i - 1), work)) joined = i;
+    for (uint32_t i = 0; i < pending->count; ++i)
+      if (overlaps(pending->at(i), work)) wanted |= 1u << i;
   }
-  if (joined != 0) {
-    if (!addEdges(plan->graph, pending->at(joined - 1).node, plan->deps, plan->dep_count)) {
-      count(kOverlapFailed);
-      release(table, pending);
-      return false;
+  if (wanted != 0) {
+    const uint32_t waited = wanted | ancestors(*pending, wanted);
+    const uint32_t sources = heads(*pending, wanted);
+    for (uint32_t i = 0; i < pending->count; ++i) {
+      if ((sources >> i & 1u) != 0 && !addEdges(plan->graph, pending->at(i).node, plan->deps, plan->dep_count)) {
+        count(kOverlapFailed);
+        release(table, pending);
+        return false;
+      }
     }
     count(kOverlapJoins);
     count(work.complete ? kJoinsWritten : kJoinsUnseen);
-    if (joined == pending->count) count(kJoinsNewest);
-    dropOldest(*pending, joined);
+    if ((waited >> (pending->count - 1) & 1u) != 0) count(kJoinsNewest);
+    dropNodes(*pending, waited);
   }
+  if (!chain) return true;
+  const bool joined = wanted != 0;
   // The new fingerprint comes after the newest (their scratch region is one).
   CUgraphNode node = newest;
   if (!updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) {
-    if (joined == 0) (void)addEdges(plan->graph, newest, plan->deps, plan->dep_count);
+    if (!joined) (void)addEdges(plan->graph, newest, plan->deps, plan->dep_count);
     count(kOverlapFailed);
     release(table, pending);
     return false;
@@ -232,6 +284,7 @@ void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const
   PendingFingerprint& f = e->nodes[(e->first + e->count) % PendingStream::kMaxDepth];
   ++e->count;
   f.node = after[0];
+  f.prior = plan.prior;
   f.any = read_count > PendingFingerprint::kMaxRanges;
   f.reads_workspaces = reads_workspaces;
   f.range_count = f.any ? 0 : read_count;
@@ -249,10 +302,11 @@ void overlapEventRecorded(PendingTable& table, CUevent event, CUstream stream, b
     release(table, pending);
     return;
   }
-  CUgraphNode node = pending->newest().node;
+  CUgraphNode nodes[PendingStream::kMaxDepth];
+  const uint32_t n = headNodes(*pending, nodes);
   release(table, pending);
   const DriverCalls& d = driverCalls();
-  if (!updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) {
+  if (!updateDeps(stream, nodes, n, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) {
     count(kOverlapFailed);
     return;
   }

@@ -6,9 +6,11 @@
 // job's kernel K, then F, then the next kernel K', one after another, and
 // F's whole latency (a few microseconds even for a small range) adds to the
 // replay. Nothing needs K' to wait for F unless K' writes what F reads. So a
-// captured F is hung beside the stream instead: it depends on K and on the
-// stream's previous fingerprint node (a stream's fingerprint nodes form one
-// chain: they share one scratch region), and the stream's dependencies are
+// captured F is hung beside the stream instead: it depends on K and, with
+// chain=on (the default), on the stream's previous fingerprint node (a
+// stream's fingerprint nodes form one chain: they share one scratch region;
+// with chain=off they use none and each depends on its K alone, so they run
+// side by side), and the stream's dependencies are
 // set back to what they were before F, so K' depends on K alone and runs
 // while F reads. F is then *pending* on the stream, with what it reads, and
 // so are the fingerprint nodes before it that nothing has waited for yet, up
@@ -18,11 +20,11 @@
 //     parameters, each to the end of its allocation, from the allocation's
 //     start; known inputs, which it only reads, left out) overlap no pending
 //     node's ranges runs beside all of them;
-//   - one that overlaps a pending node's ranges gets an edge from the newest
-//     such node (cuGraphAddDependencies on the graph being captured into,
-//     which CUDA allows during a capture): it waits for that node and, the
-//     chain being ordered, for every older one, which are then no longer
-//     pending;
+//   - one that overlaps a pending node's ranges gets an edge from each such
+//     node that no other such node waits for (cuGraphAddDependencies on the
+//     graph being captured into, which CUDA allows during a capture): it
+//     waits for them and for every node they wait for through the chain
+//     (with chain=on: every older one), which are then no longer pending;
 //   - one whose parameters were not all scanned, a kernel that may write
 //     through more than its parameter words (one tcgd does not know to
 //     write only through them: cuDNN's, CUTLASS's, NCCL's, which may write
@@ -73,6 +75,7 @@ struct Span {
 struct PendingFingerprint {
   static constexpr uint32_t kMaxRanges = 64;
   CUgraphNode node = nullptr;  // the site's last fingerprint launch
+  CUgraphNode prior = nullptr;  // the node it waits for (chain=on), or nullptr
   bool any = false;  // its ranges are too many to keep: any work waits for it
   bool reads_workspaces = false;  // its rule said workspaces=on
   uint32_t range_count = 0;
@@ -80,7 +83,8 @@ struct PendingFingerprint {
 };
 
 // The pending fingerprint nodes of one capturing stream, oldest first (a
-// ring of kMaxDepth): each depends on the one before.
+// ring of kMaxDepth): with chain=on each depends on the one before it was
+// added after (its `prior`); with chain=off on its own work alone.
 struct PendingStream {
   static constexpr uint32_t kMaxDepth = 16;
   uint64_t capture_id = 0;  // 0: a free entry
@@ -128,7 +132,11 @@ struct OverlapPlan {
   uint32_t dep_count = 0;
   CUgraphNode prior = nullptr;  // the newest pending fingerprint, which the new one depends on
 };
-bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, const WriteSet& work,
+// `chain`: the new fingerprint comes after the stream's newest pending one
+// (they share the stream's scratch region); false: it depends on the work
+// alone, and fingerprints of one stream run side by side (each writes its
+// own partials or slots: site_probe.cpp gives it no scratch region).
+bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, const WriteSet& work, bool chain,
                   OverlapPlan* plan);
 
 // After them: sets the stream's dependencies back and keeps the new node

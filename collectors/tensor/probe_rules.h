@@ -155,6 +155,11 @@ struct ProbeRule {
   // Deeper is slower on a GPU-bound step: pending nodes take SMs and memory
   // bandwidth from the kernels they run beside (docs/performance.md).
   uint32_t overlap_depth = 2;
+  // chain=on|off: whether a stream's pending fingerprint nodes run one after
+  // another (on: each after the one before, sharing the stream's scratch
+  // region) or side by side (off: each after its own kernel alone, writing
+  // its own partials or slots; capture_overlap.h).
+  bool chain = true;
   // publish=replay|node: whether a captured fingerprint node leaves each
   // chunk's partial in device memory for one publish node at the end of the
   // graph to combine and write once per replay (replay; fingerprint_abi.h,
@@ -200,7 +205,7 @@ inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
     "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
-    "probes=on|off|only, workspaces=on|off, overlap=on|off, overlap-depth=N (1-16), reuse=on|off, publish=replay|node; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
+    "probes=on|off|only, workspaces=on|off, overlap=on|off, overlap-depth=N (1-16), chain=on|off, reuse=on|off, publish=replay|node; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
     "values=N; record[:KEY=VALUE,...] the same keys and bytes=N[K|M|G], run-bytes=N[K|M|G]; "
     "check:reference=PATH[,abort][,rtol=X][,atol=Y] takes the same keys (one check rule at most) "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
@@ -278,10 +283,11 @@ inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations",
                                              "dtype",  "copies",      "workspaces", "overlap",
                                              "every",  "lines",       "bytes",      "run-bytes",
                                              "values", "reference",   "rtol",       "atol",
-                                             "probes", "reuse",       "overlap-depth", "publish"};
+                                             "probes", "reuse",       "overlap-depth", "publish",
+                                             "chain"};
 inline constexpr const char* kKeyList =
     "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, "
-    "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish";
+    "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish, chain";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -695,10 +701,11 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
     }
     return true;
   }
-  // copies, workspaces, overlap, reuse
+  // copies, workspaces, overlap, reuse, chain
   bool& flag = key == "copies"       ? r->copies
                : key == "workspaces" ? r->workspaces
                : key == "reuse"      ? r->reuse
+               : key == "chain"      ? r->chain
                                      : r->overlap;
   if (value == "on" || value == "1" || value == "true" || value == "yes") {
     flag = true;

@@ -342,19 +342,22 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   // Our launches go on the probed launch's stream, as it named it: stream 0
   // of a _ptsz entry point is the thread's stream.
   const CUstream stream = p.per_thread && p.stream == nullptr ? CU_STREAM_PER_THREAD : p.stream;
+  const ProbeRule& rule = settings().rules.rule(static_cast<size_t>(p.rule));
   // The stream's scratch region (eager), or its capture's (captured): the
-  // kernel combines a range's chunks there into one slot.
+  // kernel combines a range's chunks there into one slot. A captured launch
+  // under chain=off takes none: its fingerprint nodes run side by side, each
+  // writing its own partials or slots (capture_overlap.h).
+  const bool own_slots = p.capture.captured && rule.overlap && !rule.chain;
   const uint64_t stream_value = reinterpret_cast<uintptr_t>(p.stream);
   const uint64_t key = p.capture.captured
                            ? ScratchRegions::capturedKey(stream_value, p.per_thread, threadId(), p.capture.ordinal)
                            : ScratchRegions::eagerKey(stream_value, p.per_thread, threadId());
-  const uint64_t region = device().scratchFor(key);
-  if (region == 0) count(kScratchNone);
+  const uint64_t region = own_slots ? 0 : device().scratchFor(key);
+  if (region == 0 && !own_slots) count(kScratchNone);
   FingerprintParams& fp = scratch.fingerprint;
   // Captured: the fingerprint nodes go beside the stream when the rule
   // allows (capture_overlap.h); a node pending there joins this work first
   // when the rule does not.
-  const ProbeRule& rule = settings().rules.rule(static_cast<size_t>(p.rule));
   // An explicit probe is no work of the job's: it writes nothing (and no
   // new node of the job's is on the stream to wait for anything).
   const bool probe = p.kind == SiteKind::kProbe;
@@ -403,7 +406,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     work.complete = complete && (probe || p.writes_seen);
     work.touches_workspaces = scan.ranges_workspace != 0;
     if (rule.overlap) {
-      beside = overlapBegin(scratch.pending, stream, p.capture.id, work, &plan);
+      beside = overlapBegin(scratch.pending, stream, p.capture.id, work, rule.chain, &plan);
     } else {
       overlapJoin(scratch.pending, stream);
     }

@@ -168,6 +168,13 @@ TEST(ProbeRules, WhatEngineersType) {
     EXPECT_FALSE(parse("fingerprint:publish=node").rules.at(0).publish_replay);
     EXPECT_TRUE(parse("record:publish=replay").rules.at(0).publish_replay);
   }
+  {
+    // A stream's pending fingerprint nodes run one after another unless told
+    // to run side by side.
+    EXPECT_TRUE(parse("fingerprint").rules.at(0).chain);
+    EXPECT_FALSE(parse("fingerprint:chain=off").rules.at(0).chain);
+    EXPECT_TRUE(parse("fingerprint:chain=on").rules.at(0).chain);
+  }
 }
 
 TEST(ProbeRules, PrintTakesEveryAndLinesBesideTheSameKeys) {
@@ -299,13 +306,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadRule{"fingerprint:kernal=~x",
                 "rule 1: unknown key 'kernal' (did you mean 'kernel'? expected one of kernel, "
                 "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, "
-                "bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish)"},
+                "bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish, chain)"},
         BadRule{"fingerprint:size=1",
                 "rule 1: unknown key 'size' (expected one of kernel, exclude, invocations, when, "
                 "graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values, "
-                "reference, rtol, atol, probes, reuse, overlap-depth, publish)"},
+                "reference, rtol, atol, probes, reuse, overlap-depth, publish, chain)"},
         BadRule{"fingerprint:bytes=1M", "rule 1: bytes= is an option of record (record:bytes=N)"},
         BadRule{"fingerprint:publish=graph", "rule 1: publish=graph: expected replay or node"},
+        BadRule{"fingerprint:chain=maybe", "rule 1: chain=maybe: expected on or off"},
         BadRule{"fingerprint:overlap-depth=0",
                 "rule 1: overlap-depth=0: expected an integer between 1 and 16"},
         BadRule{"fingerprint:overlap-depth=17",
