@@ -28,6 +28,7 @@ the bundles kept in tests/golden/tensor (tests/golden/check_golden_tensor.py).
 import json
 from pathlib import Path
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -35,7 +36,11 @@ import sys
 import tensor_expect
 from tensor_bundle import TensorBundle
 
-FINGERPRINT_ENV = {"TCGD_TENSOR": "fingerprint"}
+# GATE_FINGERPRINT_OPTIONS (e.g. "chain=off"): options added to the cases'
+# fingerprint rules, to run them under a setting that is not the default.
+_OPTIONS = os.environ.get("GATE_FINGERPRINT_OPTIONS", "")
+FINGERPRINT_ENV = {"TCGD_TENSOR": "fingerprint" + (":" + _OPTIONS if _OPTIONS else "")}
+NOREUSE_RULE = "fingerprint:reuse=off" + ("," + _OPTIONS if _OPTIONS else "")
 
 
 def job_tensor_bundle(gate, case_dir, script):
@@ -187,7 +192,7 @@ def transformer(gate, only):
     # "noreuse": the graph again with every range of every node fingerprinted
     # (reuse=off), against which the carried observations are checked.
     for mode, argv, env in (("eager", ["transformer", "eager"], None), ("graph", ["transformer", "graph"], None),
-                            ("noreuse", ["transformer", "graph"], {"TCGD_TENSOR": "fingerprint:reuse=off"})):
+                            ("noreuse", ["transformer", "graph"], {"TCGD_TENSOR": NOREUSE_RULE})):
         case_dir, truth, b, expect, checks, traced = common(gate, f"{name}-{mode}", argv, env)
         runs[mode] = (b, truth)
         checks_all += [(ok, f"{mode}: {what}") for ok, what in checks]
