@@ -282,7 +282,7 @@ bool writesThroughParameters(std::string_view demangled) {
     // take one PyTorchMemEffAttention::Attention[Backward]Kernel<...>::Params
     // that holds every pointer they use (the backward's workspace too).
     const std::string_view name = name_parse::scopeIdentifier(scopes[0]);
-    if (name.substr(0, 12) != "fmha_cutlass" || p.params.parts.size() != 1) return false;
+    if (!name.starts_with("fmha_cutlass") || p.params.parts.size() != 1) return false;
     const std::vector<Nodes> param = name_parse::splitScopes(p.params.parts[0]);
     return param.size() == 3 && name_parse::scopeIdentifier(param[0]) == "PyTorchMemEffAttention" &&
            name_parse::scopeIdentifier(param[2]) == "Params";
