@@ -142,7 +142,7 @@ bool updateDeps(CUstream stream, CUgraphNode* nodes, uint32_t count, unsigned fl
 // The work just captured on the stream waits for `nodes` (an edge from each
 // to each of the stream's dependencies, which the work is). False if that
 // failed.
-bool joinNow(const CUgraphNode* nodes, uint32_t node_count, uint64_t capture_id, CUstream stream) {
+bool joinNow(CUgraphNode* nodes, uint32_t node_count, uint64_t capture_id, CUstream stream) {
   uint64_t id = 0;
   CUgraph graph = nullptr;
   CUgraphNode deps[OverlapPlan::kMaxDeps];
@@ -150,7 +150,7 @@ bool joinNow(const CUgraphNode* nodes, uint32_t node_count, uint64_t capture_id,
   bool ok = captureState(stream, &id, &graph, deps, OverlapPlan::kMaxDeps, &n) && id == capture_id;
   for (uint32_t i = 0; ok && i < node_count; ++i) ok = addEdges(graph, nodes[i], deps, n);
   // Failing an edge, the stream's next work waits for them.
-  if (ok || updateDeps(stream, const_cast<CUgraphNode*>(nodes), node_count, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) {
+  if (ok || updateDeps(stream, nodes, node_count, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) {
     count(kOverlapJoins);
     return true;
   }
