@@ -71,8 +71,9 @@ def report(path, top):
         for a, e in spans:
             covered += max(0, e - max(a, end))
             end = max(end, e)
-        if covered < sum(e - a for a, e in spans):
-            again[family(b.kernel_name(s) or "")] += sum(e - a for a, e in spans) - covered
+        read = sum(e - a for a, e in spans)
+        if covered < read:
+            again[family(b.kernel_name(s) or "")] += read - covered
     if again:
         print(f"  bytes read again within one launch (overlapping ranges): {sum(again.values()) / 1e9:.3f} GB; "
               + ", ".join(f"{k} {v / 1e9:.3f}" for k, v in again.most_common(4)))
