@@ -15,7 +15,9 @@
 #     --rounds N   benchmark rounds (default 2)
 #     --check      fingerprint_gpu_check --no-measure on this tree and every variant first
 #     --rules ...  more configurations of this tree's agent, each NAME=TCGD_TENSOR value
-#                  (run_gate.py --tensor-rules), e.g. d4=fingerprint:overlap-depth=4
+#                  (run_gate.py --tensor-rules), e.g. d4=fingerprint:overlap-depth=4;
+#                  NAME@VARIANT=RULES runs a variant's agent under those rules
+#                  (c14d4@c14=fingerprint:overlap-depth=4)
 #     --only ...   gate cases (tests/gpu/run_gate.py --only) to run on this tree after the benchmark
 #   e.g.  scripts/gpu-ab.sh --check u8=-DTCGD_FINGERPRINT_UNROLL=8
 set -uo pipefail
@@ -87,7 +89,16 @@ if (( check )); then
     rows+=("check ${dir}: rc $rc, $(grep "^RESULT" "$work/check-${dir}.log" | cut -c1-60)")
   done
 fi
-rules=("${extra_rules[@]}") envs=()
+rules=() envs=()
+for r in "${extra_rules[@]}"; do
+  name=${r%%=*}
+  if [[ $name == *@* ]]; then
+    variant=${name#*@} name=${name%%@*}
+    if [[ ! -d build-ab-$variant ]]; then echo "AB: --rules $r: no variant named $variant"; exit 2; fi
+    envs+=("$name=LD_PRELOAD=$PWD/build-ab-$variant/lib/libtcgd.so")
+  fi
+  rules+=("$name=${r#*=}")
+done
 for v in "${variants[@]}"; do
   name=${v%%=*}
   rules+=("$name=fingerprint")
