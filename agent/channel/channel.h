@@ -41,7 +41,7 @@ enum class ConsumerState : uint32_t {
 
 // Slots of ChannelHeader::tensor_counters (their meanings: TensorCounter in
 // collectors/tensor/tensor_counters.h, names stored in bundles by string).
-inline constexpr uint32_t kTensorCounterSlots = 32;
+inline constexpr uint32_t kTensorCounterSlots = 48;
 
 struct BlobHeader {
   uint32_t length;

@@ -17,10 +17,20 @@ PendingStream* find(PendingTable& table, CUstream stream, uint64_t capture_id) {
   return nullptr;
 }
 
+void clearBatch(PendingBatch& b) {
+  b.sites = 0;
+  b.range_count = 0;
+  b.chunks = 0;
+  b.reads.range_count = 0;
+  b.reads.reads_workspaces = false;
+}
+
+// Frees the entry (its batch, if any, is dropped: flushBatch first).
 void release(PendingTable& table, PendingStream* e) {
   if (e == nullptr || e->capture_id == 0) return;
   e->capture_id = 0;
   e->count = 0;
+  clearBatch(e->batch);
   --table.used;
 }
 
@@ -34,6 +44,7 @@ PendingStream* findOrTake(PendingTable& table, CUstream stream, uint64_t capture
       e.stream = stream;
       e.first = 0;
       e.count = 0;
+      clearBatch(e.batch);
       ++table.used;
       return &e;
     }
@@ -43,7 +54,7 @@ PendingStream* findOrTake(PendingTable& table, CUstream stream, uint64_t capture
 
 // Drops the `n` oldest pending nodes (something waits for them now).
 void dropOldest(PendingStream& e, uint32_t n) {
-  e.first = (e.first + n) % PendingStream::kMaxDepth;
+  e.first = (e.first + n) % PendingStream::kSlots;
   e.count -= n;
 }
 
@@ -168,12 +179,62 @@ uint32_t headNodes(PendingStream& e, CUgraphNode* out) {
   return n;
 }
 
+// How the depth is kept when a batch becomes a node.
+enum class DepthJoin {
+  kWork,      // the work just captured waits for the oldest pending node (edges to the plan's deps)
+  kNextWork,  // the stream's next work does (added to the stream's dependencies)
+  kNone,      // everything pending is about to be waited for, or the capture ends
+};
+
+// Makes the stream's batch one node pending beside it ("Batches" in
+// capture_overlap.h); nothing when it is empty. `plan`: for kWork.
+void flushBatch(PendingStream& e, CUstream stream, DepthJoin how, const OverlapPlan* plan) {
+  PendingBatch& b = e.batch;
+  if (b.sites == 0) return;
+  CUgraphNode node = addBatchNode(b);
+  if (node == nullptr) {
+    // Its sites are described and never observed.
+    for (uint32_t i = 0; i < b.sites; ++i) count(kBatchFailed);
+    clearBatch(b);
+    return;
+  }
+  count(kBatchNodes);
+  count(kOverlapNodes);
+  if (how != DepthJoin::kNone && e.count >= b.depth) {
+    // One more than the depth: the oldest joins the stream.
+    CUgraphNode oldest = e.at(0).node;
+    const bool joined = how == DepthJoin::kWork ? addEdges(plan->graph, oldest, plan->deps, plan->dep_count)
+                                                : updateDeps(stream, &oldest, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES);
+    if (joined) {
+      dropOldest(e, 1);
+      count(kOverlapJoins);
+      count(kJoinsDepth);
+    } else {
+      count(kOverlapFailed);  // it stays pending, for a later join
+    }
+  }
+  if (e.count >= PendingStream::kSlots) {
+    // No room to follow it (joins kept failing): the stream's next work
+    // waits for it, as in the stream's order.
+    if (!updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) count(kOverlapFailed);
+    clearBatch(b);
+    return;
+  }
+  PendingFingerprint& f = e.nodes[(e.first + e.count) % PendingStream::kSlots];
+  ++e.count;
+  f = b.reads;
+  f.node = node;
+  f.prior = nullptr;
+  clearBatch(b);
+}
+
 // The work just captured waits for every pending node of `e`, and none is
 // pending any more.
 void joinAll(PendingTable& table, PendingStream* e, CUstream stream) {
   if (e == nullptr) return;
+  flushBatch(*e, stream, DepthJoin::kNone, nullptr);
   if (e->count != 0) {
-    CUgraphNode nodes[PendingStream::kMaxDepth];
+    CUgraphNode nodes[PendingStream::kSlots];
     const uint32_t n = headNodes(*e, nodes);
     (void)joinNow(nodes, n, e->capture_id, stream);
   }
@@ -193,6 +254,13 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
     joinAll(table, pending, stream);
     count(kOverlapFailed);
     return false;
+  }
+  if (pending != nullptr && pending->batch.sites != 0) {
+    // A batch the work may write to becomes a node after the work before
+    // it, which the work then waits for (below).
+    const PendingBatch& b = pending->batch;
+    if (!work.complete || b.graph != plan->graph || overlaps(b.reads, work))
+      flushBatch(*pending, stream, DepthJoin::kWork, plan);
   }
   if (pending == nullptr || pending->count == 0) return true;
   const CUgraphNode newest = pending->newest().node;
@@ -281,7 +349,7 @@ void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const
     count(kOverlapFailed);
     return;
   }
-  PendingFingerprint& f = e->nodes[(e->first + e->count) % PendingStream::kMaxDepth];
+  PendingFingerprint& f = e->nodes[(e->first + e->count) % PendingStream::kSlots];
   ++e->count;
   f.node = after[0];
   f.prior = plan.prior;
@@ -298,11 +366,12 @@ void overlapEventRecorded(PendingTable& table, CUevent event, CUstream stream, b
                           unsigned flags) {
   PendingStream* pending = find(table, stream, 0);
   if (pending == nullptr) return;
+  flushBatch(*pending, stream, DepthJoin::kNone, nullptr);
   if (pending->count == 0) {
     release(table, pending);
     return;
   }
-  CUgraphNode nodes[PendingStream::kMaxDepth];
+  CUgraphNode nodes[PendingStream::kSlots];
   const uint32_t n = headNodes(*pending, nodes);
   release(table, pending);
   const DriverCalls& d = driverCalls();
@@ -317,6 +386,51 @@ void overlapEventRecorded(PendingTable& table, CUevent event, CUstream stream, b
                                     : (d.event_record != nullptr ? d.event_record(event, stream)
                                                                  : CUDA_ERROR_NOT_FOUND);
   if (again != CUDA_SUCCESS) count(kOverlapFailed);
+}
+
+bool overlapDefer(PendingTable& table, CUstream stream, uint64_t capture_id, const OverlapPlan& plan,
+                  const BatchSite& site) {
+  if (site.range_count == 0 || site.range_count > PendingFingerprint::kMaxRanges || plan.dep_count == 0 ||
+      plan.dep_count > PendingBatch::kMaxAfter)
+    return false;
+  PendingStream* e = findOrTake(table, stream, capture_id);
+  if (e == nullptr) return false;
+  PendingBatch& b = e->batch;
+  // A batch that cannot take them becomes a node first (after the work
+  // before this one, which wrote nothing it reads: overlapBegin).
+  if (b.sites != 0 && (b.range_count + site.range_count > PendingFingerprint::kMaxRanges ||
+                       site.site < b.first_site || site.site - b.first_site > UINT32_MAX || b.graph != plan.graph))
+    flushBatch(*e, stream, DepthJoin::kNextWork, nullptr);
+  if (b.sites == 0) {
+    b.graph = plan.graph;
+    b.first_site = site.site;
+    b.capture = site.capture;
+  }
+  b.max_sites = site.max_sites;
+  b.depth = std::clamp(site.depth, 1u, PendingStream::kMaxDepth);
+  const auto delta = static_cast<uint32_t>(site.site - b.first_site);
+  for (uint32_t i = 0; i < site.range_count; ++i) {
+    ::tcgd::tensor::FingerprintRange r = site.ranges[i];
+    r.first_chunk = b.chunks;
+    r.site_delta = delta;
+    b.chunks += r.chunks;
+    b.ranges[b.range_count++] = r;
+    b.reads.ranges[b.reads.range_count++] = Span{r.ptr, r.ptr + r.bytes};
+  }
+  b.reads.any = false;
+  b.reads.reads_workspaces = b.reads.reads_workspaces || site.reads_workspaces;
+  std::copy(plan.deps, plan.deps + plan.dep_count, b.after);
+  b.after_count = plan.dep_count;
+  ++b.sites;
+  if (b.sites >= b.max_sites) flushBatch(*e, stream, DepthJoin::kNextWork, nullptr);
+  return true;
+}
+
+void overlapCaptureEnding(PendingTable& table, CUgraph graph) {
+  if (table.used == 0) return;
+  for (PendingStream& e : table.entries)
+    if (e.capture_id != 0 && e.batch.sites != 0 && e.batch.graph == graph)
+      flushBatch(e, e.stream, DepthJoin::kNone, nullptr);
 }
 
 void overlapForget(PendingTable& table, uint64_t capture_id) {

@@ -48,6 +48,31 @@
 // overlap=off in the rule keeps F on the stream; overlap-depth=1 lets F run
 // beside one kernel only.
 //
+// Batches (batch=N in the rule). A node per site pays a node's own cost
+// (its launch, its dependencies: a few microseconds each, whatever it reads)
+// hundreds of times a replay, and most of its launches are too small to
+// fill the device. With batch=N the fingerprint ranges of up to N
+// consecutive probed sites of a stream are gathered instead, launched by
+// nothing, and added as one node when they must run: the node depends on the
+// newest of those sites' work, so it reads what each of them left as long as
+// nothing captured after a site wrote its ranges; and it is added before
+// anything could:
+//   - work captured on the stream that may write what the batch reads (the
+//     rules above, taken for the batch as for a pending node) makes the
+//     batch a node, after the work before it, and the work waits for it;
+//   - any other work tcgd sees on the stream (above), an event recorded on
+//     it, and the capture's end make it a node too (which the work, the
+//     event, the graph's publish node then wait for, as for pending nodes);
+//   - a batch of N sites, or one that could not take the next site's ranges
+//     (PendingFingerprint::kMaxRanges at most), becomes a node at once.
+// A batch node is then a pending node like any other (depth, joins), side
+// by side with the others (no chain); its ranges leave partials for the
+// graph's publish node, each range's slot carrying its own site
+// (FingerprintRange::site_delta), the same observations a node per site
+// gives. A site whose ranges do not fit one batch node, and launches that
+// publish their own (replays= windows, record and print rules, the partials
+// arena used up), are launched as before.
+//
 // Capture-time only: eager launches never come here, and a replay runs the
 // nodes with no host call. The pending fingerprints of each stream are kept
 // per capturing thread (in its Scratch); work on one capturing stream from
@@ -57,6 +82,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "collectors/tensor/capture_table.h"
+#include "collectors/tensor/fingerprint_abi.h"
 #include "interpose/cuda_api.h"
 
 namespace tcgd::proto {
@@ -82,17 +109,39 @@ struct PendingFingerprint {
   Span ranges[kMaxRanges];
 };
 
+// A stream's batch (batch=N, "Batches" above): the ranges of its sites not
+// yet in a node, laid out as one fingerprint launch takes them.
+struct PendingBatch {
+  static constexpr uint32_t kMaxAfter = 16;
+  CUgraph graph = nullptr;           // the graph being captured into
+  CUgraphNode after[kMaxAfter] = {};  // the newest site's work: the node depends on it
+  uint32_t after_count = 0;
+  uint32_t sites = 0;                // 0: empty
+  uint32_t max_sites = 1;            // the rule's batch=
+  uint32_t depth = 2;                // the rule's overlap-depth
+  uint32_t chunks = 0;               // sum of the ranges' chunks
+  uint32_t range_count = 0;
+  uint64_t first_site = 0;           // FingerprintParams::site of the node
+  CaptureTable::Capture capture;     // where its partials are noted
+  PendingFingerprint reads;          // what it reads (node unset), for the joins
+  ::tcgd::tensor::FingerprintRange ranges[PendingFingerprint::kMaxRanges];
+};
+
 // The pending fingerprint nodes of one capturing stream, oldest first (a
-// ring of kMaxDepth): with chain=on each depends on the one before it was
-// added after (its `prior`); with chain=off on its own work alone.
+// ring of kSlots: at most kMaxDepth pending, and one more for a batch made a
+// node right before everything pending joins): with chain=on each depends
+// on the one before it was added after (its `prior`); with chain=off on its
+// own work alone. And its batch.
 struct PendingStream {
   static constexpr uint32_t kMaxDepth = 16;
+  static constexpr uint32_t kSlots = kMaxDepth + 1;
   uint64_t capture_id = 0;  // 0: a free entry
   CUstream stream = nullptr;  // as the driver takes it
   uint32_t first = 0;  // the oldest node's place in `nodes`
   uint32_t count = 0;
-  PendingFingerprint nodes[kMaxDepth];
-  PendingFingerprint& at(uint32_t i) { return nodes[(first + i) % kMaxDepth]; }
+  PendingFingerprint nodes[kSlots];
+  PendingBatch batch;
+  PendingFingerprint& at(uint32_t i) { return nodes[(first + i) % kSlots]; }
   PendingFingerprint& newest() { return at(count - 1); }
 };
 
@@ -146,6 +195,35 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
 void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const OverlapPlan& plan,
                 bool launched, const proto::SiteBlobRange* reads, uint32_t read_count,
                 bool reads_workspaces, uint32_t depth);
+
+// A captured site's ranges (`ranges`, `range_count` of them, laid out as
+// for a launch of their own) into the stream's batch instead of a launch
+// ("Batches" above), after overlapBegin gave `plan`: `site` its id,
+// `max_sites` the rule's batch=, `depth` its overlap-depth, `capture` its
+// capture (for the partials), `reads_workspaces` its workspaces=. A batch
+// that cannot take them becomes a node first; one that is full with them
+// becomes a node now. False: they are not taken (no room to follow the
+// stream, more ranges than a batch keeps): the site launches its own.
+struct BatchSite {
+  uint64_t site = 0;
+  const ::tcgd::tensor::FingerprintRange* ranges = nullptr;
+  uint32_t range_count = 0;
+  uint32_t max_sites = 1;
+  uint32_t depth = 2;
+  bool reads_workspaces = false;
+  CaptureTable::Capture capture;
+};
+bool overlapDefer(PendingTable& table, CUstream stream, uint64_t capture_id, const OverlapPlan& plan,
+                  const BatchSite& site);
+
+// A capture into `graph` is ending: this thread's batches of it become
+// nodes (sinks of the graph, before its publish node is added).
+void overlapCaptureEnding(PendingTable& table, CUgraph graph);
+
+// Adds `batch` to its graph as one fingerprint node after its `after` nodes
+// (collectors/tensor/site_probe.cpp): its partials taken and noted, or, the
+// arena used up, slots of its own. nullptr when it could not be added.
+CUgraphNode addBatchNode(const PendingBatch& batch);
 
 // Work tcgd saw captured on `stream` that does not run beside pending
 // fingerprints (see above): an edge from the newest to the work just

@@ -118,6 +118,7 @@ struct Scratch {
                                                proto::siteShapeBytes(proto::kMaxProbeDims, proto::kMaxExpectedBlobs),
                                                kMaxRanges)];
   ::tcgd::tensor::FingerprintParams fingerprint;
+  ::tcgd::tensor::FingerprintParams batch_fingerprint;  // a batch node's (addBatchNode)
   PendingTable pending;  // the thread's captured fingerprint nodes beside their streams
   // Known inputs (known_inputs.h) of the launch being probed, and what the
   // site does with them: the ranges it writes (for the overlap), the ones it

@@ -764,6 +764,7 @@ static_assert(offsetof(RangeAccumulator, hash) == 16 && offsetof(RangeAccumulato
 
 struct Chunk {
   const uint8_t* data;  // the chunk's first byte
+  uint64_t site;        // its range's site (FingerprintParams::site + site_delta)
   uint64_t offset;      // its offset in the range
   uint32_t bytes;       // its length, <= kMaxChunkBytes
   uint32_t index;       // its index within the range
@@ -808,11 +809,11 @@ __device__ __forceinline__ void prefetchChunk(const uint8_t* p, uint32_t bytes) 
 
 // The chunk's totals into the slot's figures (by warp 0's lane 0).
 template <Dtype D>
-__device__ void stageSlot(ObservationSlot& s, const Sink& sink, const Chunk& c, uint32_t exec, const Totals& t) {
+__device__ void stageSlot(ObservationSlot& s, const Chunk& c, uint32_t exec, const Totals& t) {
   using T = Traits<D>;
   constexpr uint32_t kElem = sizeof(typename T::Bits);
   s = ObservationSlot{};
-  s.site = sink.site;
+  s.site = c.site;
   s.exec = exec;
   s.range = c.range;
   s.chunk = c.index;
@@ -888,13 +889,13 @@ __device__ void fingerprintChunk(const Sink& sink, const Chunk& c, uint32_t exec
   if (warp != 0) return;
   // Lanes >= 8 take warp 0's totals too; they never reach lane 0's sum.
   t = reduceLanes(sh.warps[buf][lane < kWarps ? lane : 0], kWarps / 2);
-  if (lane == 0) stageSlot<D>(sh.slot, sink, c, exec, t);
+  if (lane == 0) stageSlot<D>(sh.slot, c, exec, t);
   if (c.record_wanted != 0 && sh.record[buf].sequence != kDroppedSlot) {
     const RecordClaim claim = sh.record[buf];
     if (lane == 0) {
       RecordSlot& r = sh.record_slot;
       r = RecordSlot{};
-      r.site = sink.site;
+      r.site = c.site;
       r.exec = exec;
       r.range = c.range;
       r.offset = c.offset;
@@ -1151,6 +1152,7 @@ extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThre
         __syncthreads();
       }
       chunk.data = reinterpret_cast<const uint8_t*>(r.ptr) + chunk.offset;
+      chunk.site = sink.site + r.site_delta;
       chunk.chunks = r.chunks;
       chunk.range = r.index;
       chunk.slot_in_launch = ri;

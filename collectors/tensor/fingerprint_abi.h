@@ -218,7 +218,10 @@ struct FingerprintRange {
   uint16_t index;        // the range's index within its site (ObservationSlot::range)
   uint8_t dtype;         // Dtype
   uint8_t chunk_shift;   // chunkShiftFor(bytes): log2 of the chunk size (the kernel clamps it to the bounds)
-  uint32_t reserved2;
+  // The range's site is FingerprintParams::site + site_delta (wrapping): a
+  // captured batch (capture_overlap.h) fingerprints the ranges of several
+  // consecutive sites in one launch; 0 in every other launch.
+  uint32_t site_delta;
 };
 static_assert(sizeof(FingerprintRange) == 32);
 
@@ -338,7 +341,7 @@ inline constexpr uint64_t kStagingHeaderBytes = 4096;
 
 // Passed by value: these are the kernel's parameters (at most 4 KiB).
 struct FingerprintParams {
-  uint64_t site;         // the site id (ObservationSlot::site)
+  uint64_t site;         // the site id (ObservationSlot::site), of each range plus its site_delta
   uint64_t slots;        // device address of ring slot 0 (mapped host memory)
   uint64_t ring_host;    // device address of the ring's ObservationRingHost
   uint64_t ring_device;  // device address of the ring's ObservationRingDevice

@@ -160,6 +160,12 @@ struct ProbeRule {
   // region) or side by side (off: each after its own kernel alone, writing
   // its own partials or slots; capture_overlap.h).
   bool chain = true;
+  // batch=N: how many consecutive captured sites of a stream may share one
+  // fingerprint node (1 to 32; 1: a node per site). A batch node reads the
+  // ranges of its sites after the newest of them, before any later work
+  // that may write them (capture_overlap.h, "Batches"): fewer, fuller nodes.
+  // Batched nodes run side by side (as chain=off) and publish per replay.
+  uint32_t batch = 1;
   // publish=replay|node: whether a captured fingerprint node leaves each
   // chunk's partial in device memory for one publish node at the end of the
   // graph to combine and write once per replay (replay; fingerprint_abi.h,
@@ -205,7 +211,7 @@ inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
     "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
-    "probes=on|off|only, workspaces=on|off, overlap=on|off, overlap-depth=N (1-16), chain=on|off, reuse=on|off, publish=replay|node; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
+    "probes=on|off|only, workspaces=on|off, overlap=on|off, overlap-depth=N (1-16), chain=on|off, batch=N (1-32), reuse=on|off, publish=replay|node; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
     "values=N; record[:KEY=VALUE,...] the same keys and bytes=N[K|M|G], run-bytes=N[K|M|G]; "
     "check:reference=PATH[,abort][,rtol=X][,atol=Y] takes the same keys (one check rule at most) "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
@@ -284,10 +290,12 @@ inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations",
                                              "every",  "lines",       "bytes",      "run-bytes",
                                              "values", "reference",   "rtol",       "atol",
                                              "probes", "reuse",       "overlap-depth", "publish",
-                                             "chain"};
+                                             "chain",  "batch"};
+static_assert(std::size(kKeys) <= 32, "applyItem keeps a bit per key in a uint32_t");
 inline constexpr const char* kKeyList =
     "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, "
-    "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish, chain";
+    "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish, chain, "
+    "batch";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -622,6 +630,16 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
       return false;
     }
     r->overlap_depth = n;
+    return true;
+  }
+  if (key == "batch") {
+    uint32_t n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n == 0 || n > 32) {
+      *error = where + "expected an integer between 1 and 32";
+      return false;
+    }
+    r->batch = n;
     return true;
   }
   if (key == "bytes" || key == "run-bytes") {

@@ -327,6 +327,64 @@ bool addPublishNode(uint64_t graph_value, uint32_t ordinal, uint32_t first, uint
   return ok;
 }
 
+namespace {
+// The device address of a captured launch's own SiteState (its replay
+// count), or 0 when every one is taken.
+uint64_t takeSiteState(const DeviceResources& dev) {
+  const uint32_t index = g_next_site_state.fetch_add(1, std::memory_order_relaxed);
+  if (index >= dev.site_capacity) return 0;
+  return dev.site_states + uint64_t{index} * sizeof(::tcgd::tensor::SiteState);
+}
+}  // namespace
+
+CUgraphNode addBatchNode(const PendingBatch& batch) {
+  const DriverCalls& d = driverCalls();
+  Scratch* sc = scratch();
+  if (sc == nullptr || device().state() != TensorDevice::State::kReady || d.graph_add_kernel_node == nullptr ||
+      batch.range_count == 0 || batch.graph == nullptr)
+    return nullptr;
+  const DeviceResources& dev = device().resources();
+  FingerprintParams& fp = sc->batch_fingerprint;
+  fp = FingerprintParams{};
+  // Its partials, for the graph's publish node; the arena used up, it
+  // writes a slot per chunk itself, counting its replays.
+  const uint32_t partial = device().takePartials(batch.chunks);
+  if (partial != UINT32_MAX) {
+    CaptureTable::notePartials(batch.capture, partial, partial + batch.chunks);
+    fp.partials = dev.partials + uint64_t{partial} * sizeof(::tcgd::tensor::ObservationSlot);
+    fp.partial_tag = partialTag(batch.capture.ordinal);
+  } else {
+    count(kPartialsFull);
+    fp.site_state = takeSiteState(dev);
+    if (fp.site_state == 0) {
+      count(kSkipSiteStates);
+      return nullptr;
+    }
+  }
+  fp.site = batch.first_site;
+  fp.slots = dev.slots;
+  fp.ring_host = dev.ring_host;
+  fp.ring_device = dev.ring_device;
+  fp.capacity = dev.capacity;
+  fp.replay_first = 0;
+  fp.replay_last = UINT32_MAX;
+  fp.range_count = batch.range_count;
+  fp.total_chunks = batch.chunks;
+  std::copy(batch.ranges, batch.ranges + batch.range_count, fp.ranges);
+  void* args[] = {&fp};
+  CUDA_KERNEL_NODE_PARAMS params{};
+  params.func = dev.fingerprint;
+  params.gridDimX = std::max<uint32_t>(1, std::min(batch.chunks, dev.max_grid));
+  params.gridDimY = params.gridDimZ = 1;
+  params.blockDimX = ::tcgd::tensor::kFingerprintBlockThreads;
+  params.blockDimY = params.blockDimZ = 1;
+  params.kernelParams = args;
+  CUgraphNode node = nullptr;
+  if (d.graph_add_kernel_node(&node, batch.graph, batch.after, batch.after_count, &params) != CUDA_SUCCESS)
+    return nullptr;
+  return node;
+}
+
 // Fingerprints the ranges of `scan` after the launch and describes the site.
 void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   const DeviceResources& dev = device().resources();
@@ -347,7 +405,9 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   // kernel combines a range's chunks there into one slot. A captured launch
   // under chain=off takes none: its fingerprint nodes run side by side, each
   // writing its own partials or slots (capture_overlap.h).
-  const bool own_slots = p.capture.captured && rule.overlap && !rule.chain;
+  // batch=N: nodes of several sites, side by side (capture_overlap.h).
+  const bool chain = rule.chain && rule.batch <= 1;
+  const bool own_slots = p.capture.captured && rule.overlap && !chain;
   const uint64_t stream_value = reinterpret_cast<uintptr_t>(p.stream);
   const uint64_t key = p.capture.captured
                            ? ScratchRegions::capturedKey(stream_value, p.per_thread, threadId(), p.capture.ordinal)
@@ -406,7 +466,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     work.complete = complete && (probe || p.writes_seen);
     work.touches_workspaces = scan.ranges_workspace != 0;
     if (rule.overlap) {
-      beside = overlapBegin(scratch.pending, stream, p.capture.id, work, rule.chain, &plan);
+      beside = overlapBegin(scratch.pending, stream, p.capture.id, work, chain, &plan);
     } else {
       overlapJoin(scratch.pending, stream);
     }
@@ -430,6 +490,10 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   // alone, without); one that leaves partials takes any number of chunks.
   // Reused ranges are skipped; the ones fingerprinted are kept in
   // scratch.read (what the fingerprint nodes read).
+  // A site whose ranges one batch node takes goes into its stream's batch
+  // instead of a launch of its own (capture_overlap.h, "Batches").
+  const bool batchable = beside && publish && !probe && rule.batch > 1;
+  bool deferred = false;
   uint32_t read_count = 0;
   for (uint32_t next = 0; status == 0;) {
     uint32_t chunks = 0;
@@ -448,7 +512,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
       f.first_chunk = chunks;
       f.index = static_cast<uint16_t>(next);
       f.dtype = r.dtype;
-      f.reserved2 = 0;
+      f.site_delta = 0;
       chunks += f.chunks;
       scratch.read_index[read_count] = static_cast<uint16_t>(next);
       scratch.read[read_count++] = r;
@@ -456,6 +520,20 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
       ++next;
     }
     if (n == 0) break;
+    if (batchable && next == range_count && read_count == n) {
+      BatchSite batch;
+      batch.site = site;
+      batch.ranges = fp.ranges;
+      batch.range_count = n;
+      batch.max_sites = rule.batch;
+      batch.depth = rule.overlap_depth;
+      batch.reads_workspaces = rule.workspaces;
+      batch.capture = p.capture.table;
+      if (overlapDefer(scratch.pending, stream, p.capture.id, plan, batch)) {
+        deferred = true;
+        break;
+      }
+    }
     uint32_t partial = UINT32_MAX;
     if (publish) {
       partial = device().takePartials(chunks);
@@ -473,13 +551,12 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     // own count, all equal to the replay index.
     uint64_t site_state = 0;
     if (p.capture.captured && partial == UINT32_MAX) {
-      const uint32_t index = g_next_site_state.fetch_add(1, std::memory_order_relaxed);
-      if (index >= dev.site_capacity) {
+      site_state = takeSiteState(dev);
+      if (site_state == 0) {
         status = 5;  // site_states_full: the site is described, not observed
         count(kSkipSiteStates);
         break;
       }
-      site_state = dev.site_states + uint64_t{index} * sizeof(::tcgd::tensor::SiteState);
     }
     fp.site = site;
     fp.slots = dev.slots;
@@ -499,7 +576,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
       launched = true;
     }
   }
-  if (beside) {
+  if (beside && !deferred) {
     overlapEnd(scratch.pending, stream, p.capture.id, plan, launched, scratch.read, read_count, rule.workspaces,
                rule.overlap_depth);
   }

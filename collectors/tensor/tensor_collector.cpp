@@ -617,6 +617,10 @@ int captureBegan(CUstream stream, bool per_thread, CUresult result) {
 int captureEnded(CUstream stream, uint64_t graph, CUresult result) {
   // 901: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED also ends the capture.
   if ((result != CUDA_SUCCESS && static_cast<int>(result) != 901) || !enabled()) return 0;
+  // batch=N: this thread's batches of the capture become nodes of its graph
+  // first, their partials in the capture's span (capture_overlap.h).
+  if (Scratch* sc = scratch(); result == CUDA_SUCCESS && graph != 0 && sc != nullptr && sc->pending.used != 0)
+    overlapCaptureEnding(sc->pending, reinterpret_cast<CUgraph>(static_cast<uintptr_t>(graph)));
   CaptureTable::Capture capture;
   uint32_t nodes = 0, sites = 0, partial_first = UINT32_MAX, partial_end = 0;
   if (!captures().end(reinterpret_cast<uintptr_t>(stream), &capture, &nodes, &sites, &partial_first, &partial_end))

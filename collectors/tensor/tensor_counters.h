@@ -42,6 +42,8 @@ enum TensorCounter : uint32_t {
   kJoinsUnseen,                // the work may write beyond its ranges (not all scanned, or a kernel whose writes are not seen)
   kJoinsDepth,                 // one more node pending than overlap-depth allows
   kJoinsNewest,                // of the first two: the work waits for the node of the work right before it
+  kBatchNodes,                 // fingerprint nodes made of a stream's batch (batch=N; capture_overlap.h)
+  kBatchFailed,                // sites of batches that could not be added to their graph (never observed)
   kCounterCount,
 };
 
@@ -54,6 +56,7 @@ inline constexpr const char* kTensorCounterNames[] = {
     "probes_unknown_memory", "checks_without_staging", "ranges_reused",
     "partials_full",   "publish_nodes",      "publish_failed",
     "overlap_joins_written", "overlap_joins_unseen", "overlap_joins_depth", "overlap_joins_newest",
+    "batch_nodes",     "batch_failed",
 };
 static_assert(std::size(kTensorCounterNames) == kCounterCount);
 

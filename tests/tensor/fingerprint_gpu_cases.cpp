@@ -228,6 +228,24 @@ void multiRangeCases(Ring& ring) {
     report("multi-range", "96 ranges in reverse order, grid " + std::to_string(grid), ok,
            ok ? std::to_string(got.size()) + " slots" : error);
   }
+  // The ranges of several sites in one launch (a captured batch): each
+  // range's slots carry its own site, the launch's plus its site_delta.
+  Launch b = makeLaunch(ring, pack.ranges);
+  for (uint32_t i = 0; i < b.device.range_count; ++i) {
+    const uint32_t delta = i / 7 + (i % 3 == 0 ? 0x10000u : 0u);
+    b.device.ranges[i].site_delta = delta;
+    b.host.ranges[i].site_delta = delta;
+  }
+  for (uint32_t grid : {agentGrid(total), 3u}) {
+    enqueue(b, grid);
+    if (ring.publishes()) ring.publish(b.device.total_chunks);
+    CK(cu.cuStreamSynchronize(stream));
+    std::vector<ObservationSlot> got;
+    std::string error;
+    const bool ok = ring.drain(&got, &error) && compareSlots(got, expectedSlots(ring, b), true, &error);
+    report("multi-range", "96 ranges of 14 sites (site_delta), grid " + std::to_string(grid), ok,
+           ok ? std::to_string(got.size()) + " slots" : error);
+  }
 }
 
 // Launches `runs` times (eagerly or as replays), then checks every slot, the

@@ -228,7 +228,7 @@ std::vector<ObservationSlot> launchSlots(const FingerprintParams& params, uint32
     const uint32_t shift = std::clamp<uint32_t>(range.chunk_shift, kMinChunkShift, kMaxChunkShift);
     std::vector<ObservationSlot> chunks;
     for (uint32_t c = 0; c < range.chunks; ++c) {
-      chunks.push_back(chunkPartial(data, range.bytes, range.dtype, params.site, exec, range.index, c,
+      chunks.push_back(chunkPartial(data, range.bytes, range.dtype, params.site + range.site_delta, exec, range.index, c,
                                     range.chunks, shift));
     }
     // With a scratch region the kernel combines a range's chunks into one
@@ -343,7 +343,7 @@ RecordSlot recordSlot(const FingerprintParams& params, const FingerprintRange& r
       range.bytes > offset ? std::min<uint64_t>(uint64_t{1} << shift, range.bytes - offset) : 0;
   const uint64_t limit = recordLimit(params.record, range.bytes, range.dtype);
   RecordSlot s{};
-  s.site = params.site;
+  s.site = params.site + range.site_delta;
   s.exec = exec;
   s.range = range.index;
   s.offset = offset;
@@ -370,7 +370,7 @@ std::vector<ObservationSlot> launchPartials(const FingerprintParams& params) {
     const FingerprintRange& range = params.ranges[r];
     const auto* data = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(range.ptr));
     for (uint32_t c = 0; c < range.chunks; ++c) {
-      ObservationSlot s = chunkPartial(data, range.bytes, range.dtype, params.site, 0, range.index, c, range.chunks,
+      ObservationSlot s = chunkPartial(data, range.bytes, range.dtype, params.site + range.site_delta, 0, range.index, c, range.chunks,
                                        chunkShiftOf(range));
       s.commit = params.partial_tag;
       out.push_back(s);

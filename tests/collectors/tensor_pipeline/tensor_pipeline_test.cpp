@@ -753,6 +753,7 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
     const char* partials;
     uint32_t publish_nodes;
     uint32_t partials_full;
+    uint32_t fingerprint_nodes = 4;  // one a site, unless batched
   };
   for (const Case c : {Case{"fingerprint", "65536", 1, 0}, Case{"fingerprint:overlap=off", "65536", 1, 0},
                        Case{"fingerprint:publish=node", "65536", 0, 0}, Case{"fingerprint", "1", 1, 3},
@@ -761,7 +762,16 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
                        // partial left write their own slots, without the
                        // stream's scratch region.
                        Case{"fingerprint:chain=off", "65536", 1, 0}, Case{"fingerprint:chain=off", "1", 1, 3},
-                       Case{"fingerprint:chain=off", "0", 0, 0}}) {
+                       Case{"fingerprint:chain=off", "0", 0, 0},
+                       // Batches (batch=N): a *= 2 becomes a node when a *= 3
+                       // would write what it reads; a *= 3 and b *= 5 share
+                       // one, made a node by the batch's size (2) or by the
+                       // fork event (8); b *= 7's, by the join event. The
+                       // same joins and values with three nodes.
+                       Case{"fingerprint:batch=2", "65536", 1, 0, 3}, Case{"fingerprint:batch=8", "65536", 1, 0, 3},
+                       // The arena's one partial goes to the first batch
+                       // node; the two after it write their own slots.
+                       Case{"fingerprint:batch=8", "1", 1, 2, 3}}) {
     const char* rules = c.rules;
     SCOPED_TRACE(std::string(rules) + " TCGD_TENSOR_PARTIALS=" + c.partials);
     TempDir dir;
@@ -799,9 +809,12 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
     const bool per_node = c.publish_nodes == 0;
     EXPECT_EQ(counter("publish_nodes"), c.publish_nodes);
     EXPECT_EQ(counter("publish_failed"), 0u);
+    const bool batched = std::string(rules).find("batch=") != std::string::npos;
     EXPECT_EQ(counter("partials_full"), c.partials_full);
+    EXPECT_EQ(counter("batch_nodes"), batched ? c.fingerprint_nodes : 0u);
+    EXPECT_EQ(counter("batch_failed"), 0u);
     if (std::string(rules) != "fingerprint:overlap=off") {
-      EXPECT_EQ(counter("overlap_nodes"), 4u);
+      EXPECT_EQ(counter("overlap_nodes"), c.fingerprint_nodes);
       // a *= 3 waits for a *= 2's fingerprint; the fork event carries
       // b *= 5's, the join event b *= 7's (joins of other work: no reason
       // counted).
@@ -812,9 +825,8 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
     } else {
       EXPECT_EQ(counter("overlap_nodes"), 0u);
     }
-    // Four kernels and a fingerprint node each, in either order, and the
-    // publish node.
-    EXPECT_EQ(run.values.at("nodes"), per_node ? 8u : 9u);
+    // Four kernels, their fingerprint nodes and the publish node.
+    EXPECT_EQ(run.values.at("nodes"), 4u + c.fingerprint_nodes + (per_node ? 0u : 1u));
   }
 }
 
@@ -836,6 +848,7 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
     const char* rules;
     const char* mode;
     uint64_t joins, written, unseen, depth, newest;
+    uint32_t fingerprint_nodes = 4;  // one a site, unless batched
   };
   for (const Case c : {Case{"fingerprint", "lane", 2, 2, 0, 0, 0}, Case{"fingerprint:overlap-depth=8", "lane", 2, 2, 0, 0, 0},
                        Case{"fingerprint:overlap-depth=1", "lane", 3, 0, 0, 3, 0},
@@ -848,7 +861,20 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
                        Case{"fingerprint:chain=off,overlap-depth=8", "lane", 2, 2, 0, 0, 0},
                        Case{"fingerprint:chain=off,overlap-depth=1", "lane", 3, 0, 0, 3, 0},
                        Case{"fingerprint:chain=off", "lane-opaque", 3, 0, 3, 0, 3},
-                       Case{"fingerprint:chain=off,publish=node", "lane", 2, 2, 0, 0, 0}}) {
+                       Case{"fingerprint:chain=off,publish=node", "lane", 2, 2, 0, 0, 0},
+                       // Batches: a *= 2 and b *= 5 share a node, which a *= 3
+                       // waits for (written); a *= 3 and b *= 7 share the
+                       // other, made a node by the batch's size (2) or the
+                       // capture's end (8).
+                       Case{"fingerprint:batch=2", "lane", 1, 1, 0, 0, 1, 2},
+                       Case{"fingerprint:batch=8", "lane", 1, 1, 0, 0, 1, 2},
+                       Case{"fingerprint:batch=8,overlap-depth=1", "lane", 1, 1, 0, 0, 1, 2},
+                       // Work that may write beyond its ranges makes the batch
+                       // a node and waits for everything pending: a node a
+                       // site again.
+                       Case{"fingerprint:batch=8", "lane-opaque", 3, 0, 3, 0, 3, 4},
+                       // publish=node: a site publishes its own, unbatched.
+                       Case{"fingerprint:batch=8,publish=node", "lane", 2, 2, 0, 0, 0}}) {
     const char* rules = c.rules;
     SCOPED_TRACE(std::string(rules) + " " + c.mode);
     TempDir dir;
@@ -882,7 +908,10 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
     const auto counter = [&](const char* name) { return counted.count(name) ? counted.at(name) : 0u; };
     EXPECT_EQ(counter("overlap_failed"), 0u);
     const std::string r = rules;
-    EXPECT_EQ(counter("overlap_nodes"), r == "fingerprint:overlap=off" ? 0u : 4u);
+    EXPECT_EQ(counter("overlap_nodes"), r == "fingerprint:overlap=off" ? 0u : c.fingerprint_nodes);
+    const bool batched = r.find("batch=") != std::string::npos && r.find("publish=node") == std::string::npos;
+    EXPECT_EQ(counter("batch_nodes"), batched ? c.fingerprint_nodes : 0u);
+    EXPECT_EQ(counter("batch_failed"), 0u);
     EXPECT_EQ(counter("overlap_joins"), c.joins);
     EXPECT_EQ(counter("overlap_joins_written"), c.written);
     EXPECT_EQ(counter("overlap_joins_unseen"), c.unseen);
@@ -890,7 +919,7 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
     EXPECT_EQ(counter("overlap_joins_newest"), c.newest);
     const bool per_node = r.find("publish=node") != std::string::npos;
     EXPECT_EQ(counter("publish_nodes"), per_node ? 0u : 1u);
-    EXPECT_EQ(run.values.at("nodes"), per_node ? 8u : 9u);
+    EXPECT_EQ(run.values.at("nodes"), 4u + c.fingerprint_nodes + (per_node ? 0u : 1u));
   }
 }
 
