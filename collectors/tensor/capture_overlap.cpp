@@ -113,23 +113,28 @@ bool captureState(CUstream stream, uint64_t* id, CUgraph* graph, CUgraphNode* de
   return true;
 }
 
-// Whether the work's writes may reach what `p` reads.
-bool overlaps(const PendingFingerprint& p, const WriteSet& work) {
-  if (p.any || (p.reads_workspaces && work.touches_workspaces)) return true;
+// Whether the work's writes may reach the bytes of `read`.
+bool written(const Span& read, const WriteSet& work) {
   for (uint32_t i = 0; i < work.range_count; ++i) {
     const proto::SiteBlobRange& r = work.ranges[i];
     // From the allocation's start (a kernel may index below the pointer it
     // was given) to its end.
     const uint64_t begin = r.base != 0 && r.base < r.ptr ? r.base : r.ptr;
     const uint64_t end = r.ptr + r.extent;
-    for (uint32_t j = 0; j < p.range_count; ++j)
-      if (begin < p.ranges[j].end && p.ranges[j].begin < end) return true;
+    if (begin < read.end && read.begin < end) return true;
   }
   for (uint32_t i = 0; i < work.also_count; ++i) {
     const uint64_t begin = work.also[2 * i], end = work.also[2 * i + 1];
-    for (uint32_t j = 0; j < p.range_count; ++j)
-      if (begin < p.ranges[j].end && p.ranges[j].begin < end) return true;
+    if (begin < read.end && read.begin < end) return true;
   }
+  return false;
+}
+
+// Whether the work's writes may reach what `p` reads.
+bool overlaps(const PendingFingerprint& p, const WriteSet& work) {
+  if (p.any || (p.reads_workspaces && work.touches_workspaces)) return true;
+  for (uint32_t j = 0; j < p.range_count; ++j)
+    if (written(p.ranges[j], work)) return true;
   return false;
 }
 
@@ -179,6 +184,11 @@ uint32_t headNodes(PendingStream& e, CUgraphNode* out) {
   return n;
 }
 
+PendingBatch* batchPart() {
+  Scratch* sc = scratch();
+  return sc != nullptr ? &sc->batch_part : nullptr;
+}
+
 // How the depth is kept when a batch becomes a node.
 enum class DepthJoin {
   kWork,      // the work just captured waits for the oldest pending node (edges to the plan's deps)
@@ -186,16 +196,13 @@ enum class DepthJoin {
   kNone,      // everything pending is about to be waited for, or the capture ends
 };
 
-// Makes the stream's batch one node pending beside it ("Batches" in
-// capture_overlap.h); nothing when it is empty. `plan`: for kWork.
-void flushBatch(PendingStream& e, CUstream stream, DepthJoin how, const OverlapPlan* plan) {
-  PendingBatch& b = e.batch;
-  if (b.sites == 0) return;
+// Makes `b` (the stream's batch, or a part of it) one node pending beside
+// the stream ("Batches" in capture_overlap.h). `plan`: for kWork.
+void pushBatch(PendingStream& e, CUstream stream, DepthJoin how, const OverlapPlan* plan, const PendingBatch& b) {
   CUgraphNode node = addBatchNode(b);
   if (node == nullptr) {
     // Its sites are described and never observed.
     for (uint32_t i = 0; i < b.sites; ++i) count(kBatchFailed);
-    clearBatch(b);
     return;
   }
   count(kBatchNodes);
@@ -217,7 +224,6 @@ void flushBatch(PendingStream& e, CUstream stream, DepthJoin how, const OverlapP
     // No room to follow it (joins kept failing): the stream's next work
     // waits for it, as in the stream's order.
     if (!updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) count(kOverlapFailed);
-    clearBatch(b);
     return;
   }
   PendingFingerprint& f = e.nodes[(e.first + e.count) % PendingStream::kSlots];
@@ -225,7 +231,77 @@ void flushBatch(PendingStream& e, CUstream stream, DepthJoin how, const OverlapP
   f = b.reads;
   f.node = node;
   f.prior = nullptr;
-  clearBatch(b);
+}
+
+// Makes the stream's batch one node (nothing when it is empty).
+void flushBatch(PendingStream& e, CUstream stream, DepthJoin how, const OverlapPlan* plan) {
+  if (e.batch.sites == 0) return;
+  pushBatch(e, stream, how, plan, e.batch);
+  clearBatch(e.batch);
+}
+
+// The work just captured (`plan`) writes what some of the batch's ranges
+// read: those become one node, which the work will wait for (overlapBegin);
+// the others stay in the batch, since the work leaves them as they were.
+// Work that may write beyond its ranges, or into a workspace the batch
+// reads, takes the whole batch.
+void flushWritten(PendingStream& e, CUstream stream, const OverlapPlan& plan, const WriteSet& work) {
+  PendingBatch& b = e.batch;
+  if (!work.complete || b.reads.any || (b.reads.reads_workspaces && work.touches_workspaces) ||
+      b.graph != plan.graph) {
+    flushBatch(e, stream, DepthJoin::kWork, &plan);
+    return;
+  }
+  bool hit[PendingFingerprint::kMaxRanges];
+  uint32_t hits = 0;
+  for (uint32_t i = 0; i < b.range_count; ++i) {
+    hit[i] = written(b.reads.ranges[i], work);
+    hits += hit[i] ? 1 : 0;
+  }
+  if (hits == 0) return;
+  if (hits == b.range_count) {
+    flushBatch(e, stream, DepthJoin::kWork, &plan);
+    return;
+  }
+  // The part written, in a batch of its own (a thread's scratch, not the
+  // hook's stack: a batch is a few KiB).
+  PendingBatch* part = batchPart();
+  if (part == nullptr) {
+    flushBatch(e, stream, DepthJoin::kWork, &plan);
+    return;
+  }
+  part->graph = b.graph;
+  std::copy(b.after, b.after + b.after_count, part->after);
+  part->after_count = b.after_count;
+  part->sites = 1;  // one for batch_failed's count; its sites are b's
+  part->max_sites = b.max_sites;
+  part->depth = b.depth;
+  part->first_site = b.first_site;
+  part->capture = b.capture;
+  part->chunks = 0;
+  part->range_count = 0;
+  part->reads = PendingFingerprint{};
+  part->reads.reads_workspaces = b.reads.reads_workspaces;
+  uint32_t kept = 0, kept_chunks = 0;
+  for (uint32_t i = 0; i < b.range_count; ++i) {
+    ::tcgd::tensor::FingerprintRange r = b.ranges[i];
+    if (hit[i]) {
+      r.first_chunk = part->chunks;
+      part->chunks += r.chunks;
+      part->reads.ranges[part->range_count] = b.reads.ranges[i];
+      part->ranges[part->range_count++] = r;
+    } else {
+      r.first_chunk = kept_chunks;
+      kept_chunks += r.chunks;
+      b.reads.ranges[kept] = b.reads.ranges[i];
+      b.ranges[kept++] = r;
+    }
+  }
+  part->reads.range_count = part->range_count;
+  b.range_count = kept;
+  b.reads.range_count = kept;
+  b.chunks = kept_chunks;
+  pushBatch(e, stream, DepthJoin::kWork, &plan, *part);
 }
 
 // The work just captured waits for every pending node of `e`, and none is
@@ -255,13 +331,9 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
     count(kOverlapFailed);
     return false;
   }
-  if (pending != nullptr && pending->batch.sites != 0) {
-    // A batch the work may write to becomes a node after the work before
-    // it, which the work then waits for (below).
-    const PendingBatch& b = pending->batch;
-    if (!work.complete || b.graph != plan->graph || overlaps(b.reads, work))
-      flushBatch(*pending, stream, DepthJoin::kWork, plan);
-  }
+  // What the work may write of the batch becomes a node after the work
+  // before it, which the work then waits for (below).
+  if (pending != nullptr && pending->batch.sites != 0) flushWritten(*pending, stream, *plan, work);
   if (pending == nullptr || pending->count == 0) return true;
   const CUgraphNode newest = pending->newest().node;
   // The pending nodes the work may write to (all of them when its ranges are

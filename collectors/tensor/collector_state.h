@@ -120,6 +120,7 @@ struct Scratch {
   ::tcgd::tensor::FingerprintParams fingerprint;
   ::tcgd::tensor::FingerprintParams batch_fingerprint;  // a batch node's (addBatchNode)
   PendingTable pending;  // the thread's captured fingerprint nodes beside their streams
+  PendingBatch batch_part;  // the part of a batch that captured work writes (capture_overlap.cpp)
   // Known inputs (known_inputs.h) of the launch being probed, and what the
   // site does with them: the ranges it writes (for the overlap), the ones it
   // fingerprints, and the reuses of earlier fingerprints.

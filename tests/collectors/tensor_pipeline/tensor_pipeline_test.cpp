@@ -862,13 +862,15 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
                        Case{"fingerprint:chain=off,overlap-depth=1", "lane", 3, 0, 0, 3, 0},
                        Case{"fingerprint:chain=off", "lane-opaque", 3, 0, 3, 0, 3},
                        Case{"fingerprint:chain=off,publish=node", "lane", 2, 2, 0, 0, 0},
-                       // Batches: a *= 2 and b *= 5 share a node, which a *= 3
-                       // waits for (written); a *= 3 and b *= 7 share the
-                       // other, made a node by the batch's size (2) or the
-                       // capture's end (8).
+                       // Batches. batch=2: a *= 2 and b *= 5 share a node,
+                       // which a *= 3 waits for (written); a *= 3 and b *= 7
+                       // share the other. batch=8: a *= 3 waits for a node of
+                       // a *= 2's range alone, b *= 5's staying in the batch;
+                       // b *= 7 for one of b *= 5's; a *= 3 and b *= 7 share
+                       // the last, made a node by the capture's end.
                        Case{"fingerprint:batch=2", "lane", 1, 1, 0, 0, 1, 2},
-                       Case{"fingerprint:batch=8", "lane", 1, 1, 0, 0, 1, 2},
-                       Case{"fingerprint:batch=8,overlap-depth=1", "lane", 1, 1, 0, 0, 1, 2},
+                       Case{"fingerprint:batch=8", "lane", 2, 2, 0, 0, 2, 3},
+                       Case{"fingerprint:batch=8,overlap-depth=1", "lane", 2, 2, 0, 0, 2, 3},
                        // Work that may write beyond its ranges makes the batch
                        // a node and waits for everything pending: a node a
                        // site again.
