@@ -47,7 +47,12 @@ configure() {  # DIR OPTIONS...
   local dir=$1; shift
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTCGD_WERROR=OFF "$@" >/dev/null
 }
-( configure build-gpu && cmake --build build-gpu -j "$jobs" ) >"$work/build-gpu.log" 2>&1 &
+# GPU_AB_TARGETS (e.g. "tcgd tcgd-recorder tcgd_torch tcgd-analyze tcgd-python
+# fingerprint_gpu_check"): this tree builds only those, when a call's device
+# time is short.
+read -r -a tree_targets <<<"${GPU_AB_TARGETS:-}"
+( configure build-gpu && cmake --build build-gpu -j "$jobs" ${tree_targets[@]:+--target "${tree_targets[@]}"} ) \
+  >"$work/build-gpu.log" 2>&1 &
 pids=($!)
 for v in "${variants[@]}"; do
   name=${v%%=*}; IFS=, read -r -a opts <<<"${v#*=}"
