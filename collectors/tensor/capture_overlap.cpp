@@ -505,6 +505,17 @@ void overlapCaptureEnding(PendingTable& table, CUgraph graph) {
       flushBatch(e, e.stream, DepthJoin::kNone, nullptr);
 }
 
+void overlapTakeOver(PendingTable& previous, CUstream stream) {
+  if (previous.used == 0) return;
+  uint64_t id = 0;
+  CUgraph graph = nullptr;
+  CUgraphNode deps[OverlapPlan::kMaxDeps];
+  uint32_t n = 0;
+  if (!captureState(stream, &id, &graph, deps, OverlapPlan::kMaxDeps, &n)) return;
+  for (PendingStream& e : previous.entries)
+    if (e.capture_id == id) joinAll(previous, &e, stream);
+}
+
 void overlapForget(PendingTable& table, uint64_t capture_id) {
   for (PendingStream& e : table.entries)
     if (e.capture_id == capture_id) release(table, &e);

@@ -79,6 +79,7 @@
 // two threads is not followed.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -145,12 +146,33 @@ struct PendingStream {
   PendingFingerprint& newest() { return at(count - 1); }
 };
 
-// The pending fingerprints of one capturing thread.
+// The pending fingerprints of one capturing thread. Its owner uses it under
+// PendingLock; another thread that captures into the same capture next
+// takes what it left (overlapTakeOver) under tryLockPending.
 struct PendingTable {
   static constexpr uint32_t kStreams = 8;
   uint32_t used = 0;  // entries with a capture id, for the one-load check
+  std::atomic<uint32_t> busy{0};
   PendingStream entries[kStreams];
 };
+
+// The owner's hold on its table: uncontended unless another thread is
+// taking what it left over, which takes microseconds.
+class PendingLock {
+ public:
+  explicit PendingLock(PendingTable& table) : table_(table) {
+    while (table_.busy.exchange(1, std::memory_order_acquire) != 0) {
+    }
+  }
+  ~PendingLock() { table_.busy.store(0, std::memory_order_release); }
+  PendingLock(const PendingLock&) = delete;
+  PendingLock& operator=(const PendingLock&) = delete;
+
+ private:
+  PendingTable& table_;
+};
+inline bool tryLockPending(PendingTable& table) { return table.busy.exchange(1, std::memory_order_acquire) == 0; }
+inline void unlockPending(PendingTable& table) { table.busy.store(0, std::memory_order_release); }
 
 // What a piece of captured work may write: its ranges, each from its
 // allocation's start to its end, and a library call's declared outputs
@@ -235,6 +257,16 @@ void overlapJoin(PendingTable& table, CUstream stream);
 // again, so whatever waits for the event waits for the fingerprints too.
 void overlapEventRecorded(PendingTable& table, CUevent event, CUstream stream, bool with_flags,
                           unsigned flags);
+
+// Work just captured on `stream` by a thread other than the one that
+// captured before it: the pending nodes and batches that thread left in
+// `previous` for the same capture become the new work's to wait for (edges
+// from them to it), since that thread will not see the work: PyTorch's
+// autograd engine captures a step's backward from a thread of its own, into
+// the forward's capture, and the forward's nodes must read what the forward
+// left before the backward writes it. The caller holds `previous`
+// (tryLockPending).
+void overlapTakeOver(PendingTable& previous, CUstream stream);
 
 // Forgets the entries of `capture_id` (its capture ended).
 void overlapForget(PendingTable& table, uint64_t capture_id);

@@ -121,6 +121,7 @@ struct Scratch {
   ::tcgd::tensor::FingerprintParams batch_fingerprint;  // a batch node's (addBatchNode)
   PendingTable pending;  // the thread's captured fingerprint nodes beside their streams
   PendingBatch batch_part;  // the part of a batch that captured work writes (capture_overlap.cpp)
+  bool captured = false;    // the thread did captured work: its Scratch stays mapped (captureHandOver)
   // Known inputs (known_inputs.h) of the launch being probed, and what the
   // site does with them: the ranges it writes (for the overlap), the ones it
   // fingerprints, and the reuses of earlier fingerprints.
@@ -173,10 +174,16 @@ struct Probe {
 // Fingerprints the ranges of `scan` after the launch and describes the site.
 void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch);
 
-// The calling thread did captured work: a thread whose reuse table
-// (known_inputs.h) holds entries forgets them when it captures again after
-// another thread did.
-void noteCapturingThread();
+// The calling thread did work just captured on `stream` (as the driver
+// takes it). True when another thread did captured work since this one's
+// last: a thread whose reuse table (known_inputs.h) holds entries forgets
+// them then, and the pending nodes and batches the other thread left in the
+// capture become this work's to wait for (overlapTakeOver).
+bool captureHandOver(Scratch& mine, CUstream stream);
+// A capture into `graph` ends: the batches of it in the calling thread's
+// table (`mine`, when it has one) and in that of the thread that captured
+// last become nodes (capture_overlap.h, "Batches").
+void captureEnding(Scratch* mine, CUgraph graph);
 
 // A forked child's: the state of site_probe.cpp and kernel_describe.cpp.
 void resetProbesInChild();

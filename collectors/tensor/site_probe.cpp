@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <cstring>
 #include <string>
 
@@ -28,7 +29,19 @@ pthread_key_t g_scratch_key;
 bool g_scratch_key_made = false;
 thread_local Scratch* t_scratch __attribute__((tls_model("initial-exec"))) = nullptr;
 
-void freeScratch(void* p) { munmap(p, sizeof(Scratch)); }
+std::atomic<uint64_t> g_capturing_thread{0};
+// The Scratch of the thread that did captured work last (captureHandOver).
+std::atomic<Scratch*> g_capturing_scratch{nullptr};
+
+void freeScratch(void* p) {
+  auto* s = static_cast<Scratch*>(p);
+  // A thread that captured may have left pending nodes or a batch that the
+  // next thread to capture, or the one that ends the capture, takes over
+  // (captureHandOver, captureEnding): its Scratch stays mapped, and stays
+  // the last capturing thread's until another one captures.
+  if (s->captured) return;
+  munmap(p, sizeof(Scratch));
+}
 
 thread_local uint64_t t_thread_id __attribute__((tls_model("initial-exec"))) = 0;
 
@@ -197,19 +210,41 @@ bool deviceReadyFor(const CaptureFacts& capture, bool count_skips) {
 
 // ---- the thread that captured last (known_inputs.h) -------------------------
 
-namespace {
-std::atomic<uint64_t> g_capturing_thread{0};
+void captureEnding(Scratch* mine, CUgraph graph) {
+  if (mine != nullptr && mine->pending.used != 0) {
+    PendingLock hold(mine->pending);
+    overlapCaptureEnding(mine->pending, graph);
+  }
+  // The thread that captured last, when another one ends the capture (the
+  // forward's thread after the autograd engine's captured the backward).
+  Scratch* last = g_capturing_scratch.load(std::memory_order_acquire);
+  if (last == nullptr || last == mine) return;
+  if (tryLockPending(last->pending)) {
+    overlapCaptureEnding(last->pending, graph);
+    unlockPending(last->pending);
+  } else {
+    count(kOverlapFailed);
+  }
+}
 
-// True when another thread did captured work since the calling thread's
-// last (which makes the calling thread the last).
-bool anotherThreadCaptured() {
+bool captureHandOver(Scratch& mine, CUstream stream) {
   const uint64_t me = threadId();
   if (g_capturing_thread.load(std::memory_order_relaxed) == me) return false;
-  return g_capturing_thread.exchange(me, std::memory_order_relaxed) != me;
+  if (g_capturing_thread.exchange(me, std::memory_order_relaxed) == me) return false;
+  mine.captured = true;
+  Scratch* previous = g_capturing_scratch.exchange(&mine, std::memory_order_acq_rel);
+  if (previous != nullptr && previous != &mine) {
+    if (tryLockPending(previous->pending)) {
+      overlapTakeOver(previous->pending, stream);
+      unlockPending(previous->pending);
+    } else {
+      // It captures right now, beside this thread: not followed
+      // (capture_overlap.h).
+      count(kOverlapFailed);
+    }
+  }
+  return true;
 }
-}  // namespace
-
-void noteCapturingThread() { (void)anotherThreadCaptured(); }
 
 // ---- capture state ----------------------------------------------------------
 
@@ -430,8 +465,16 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   bool* const reused = scratch.reused;
   for (uint32_t i = 0; i < range_count; ++i) reused[i] = false;
   ReuseTable& table = scratch.reuse_table;
+  // The thread's table of pending nodes, held while this work uses it; a
+  // thread that captured before this one hands over what it left.
+  std::optional<PendingLock> hold;
+  bool switched = false;
+  if (p.capture.captured) {
+    switched = captureHandOver(scratch, stream);
+    hold.emplace(scratch.pending);
+  }
   if (p.capture.captured && !probe) {
-    table.begin(p.capture.id, anotherThreadCaptured());
+    table.begin(p.capture.id, switched);
     const bool may_reuse = rule.reuse && rule.action == ProbeAction::kFingerprint && p.expected_blobs == 0;
     if (p.known_inputs && may_reuse) {
       for (uint32_t i = 0; i < range_count; ++i) {

@@ -241,8 +241,9 @@ void joinPending(CUstream stream, bool per_thread) {
   // Work tcgd did not scan may write anything: no earlier fingerprint of
   // this thread's capture is reused after it (known_inputs.h).
   sc->reuse_table.clear();
-  noteCapturingThread();
+  (void)captureHandOver(*sc, driverStream(stream, per_thread));
   if (sc->pending.used == 0) return;
+  PendingLock hold(sc->pending);
   overlapJoin(sc->pending, driverStream(stream, per_thread));
 }
 
@@ -619,8 +620,8 @@ int captureEnded(CUstream stream, uint64_t graph, CUresult result) {
   if ((result != CUDA_SUCCESS && static_cast<int>(result) != 901) || !enabled()) return 0;
   // batch=N: this thread's batches of the capture become nodes of its graph
   // first, their partials in the capture's span (capture_overlap.h).
-  if (Scratch* sc = scratch(); result == CUDA_SUCCESS && graph != 0 && sc != nullptr && sc->pending.used != 0)
-    overlapCaptureEnding(sc->pending, reinterpret_cast<CUgraph>(static_cast<uintptr_t>(graph)));
+  if (result == CUDA_SUCCESS && graph != 0)
+    captureEnding(scratch(), reinterpret_cast<CUgraph>(static_cast<uintptr_t>(graph)));
   CaptureTable::Capture capture;
   uint32_t nodes = 0, sites = 0, partial_first = UINT32_MAX, partial_end = 0;
   if (!captures().end(reinterpret_cast<uintptr_t>(stream), &capture, &nodes, &sites, &partial_first, &partial_end))
@@ -639,7 +640,10 @@ int captureEnded(CUstream stream, uint64_t graph, CUresult result) {
           "for it (publish=replay), are not observed (counted as publish_failed); publish=node avoids it");
     }
   }
-  if (Scratch* sc = scratch(); sc != nullptr && sc->pending.used != 0) overlapForget(sc->pending, capture.id);
+  if (Scratch* sc = scratch(); sc != nullptr && sc->pending.used != 0) {
+    PendingLock hold(sc->pending);
+    overlapForget(sc->pending, capture.id);
+  }
   return 0;
 }
 
@@ -648,6 +652,7 @@ int eventRecorded(CUevent event, CUstream stream, bool per_thread, bool with_fla
   if (result != CUDA_SUCCESS || !enabled() || !captureTracker().anyActive()) return 0;
   Scratch* sc = scratch();
   if (sc == nullptr || sc->pending.used == 0) return 0;
+  PendingLock hold(sc->pending);
   overlapEventRecorded(sc->pending, event, driverStream(stream, per_thread), with_flags, flags);
   return 0;
 }

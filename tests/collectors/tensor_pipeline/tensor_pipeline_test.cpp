@@ -876,7 +876,16 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
                        // site again.
                        Case{"fingerprint:batch=8", "lane-opaque", 3, 0, 3, 0, 3, 4},
                        // publish=node: a site publishes its own, unbatched.
-                       Case{"fingerprint:batch=8,publish=node", "lane", 2, 2, 0, 0, 0}}) {
+                       Case{"fingerprint:batch=8,publish=node", "lane", 2, 2, 0, 0, 0},
+                       // a *= 3 and b *= 7 captured by a second thread: a *= 3
+                       // waits for every node the first thread left pending
+                       // (one join, of work the first thread did not see);
+                       // batched, for the first thread's batch made a node,
+                       // and the second thread's batch becomes a node when
+                       // the first thread ends the capture.
+                       Case{"fingerprint", "lane-threads", 1, 0, 0, 0, 0},
+                       Case{"fingerprint:chain=off", "lane-threads", 1, 0, 0, 0, 0},
+                       Case{"fingerprint:batch=8", "lane-threads", 1, 0, 0, 0, 0, 2}}) {
     const char* rules = c.rules;
     SCOPED_TRACE(std::string(rules) + " " + c.mode);
     TempDir dir;

@@ -11,7 +11,8 @@
 // and launches the kernel on it and on a pointer into it; "overlap" runs
 // overlapProgram instead (below); "probe" runs probeProgram (below);
 // "reuse" runs reuseProgram (below); "lane" runs laneProgram (below) with
-// at::native::scale<float>, "lane-opaque" the same with scale<float>;
+// at::native::scale<float>, "lane-opaque" the same with scale<float>,
+// "lane-threads" the same with its second half captured by another thread;
 // "cudnn" runs cudnnProgram (below); "hidden" runs hiddenProgram (below).
 // "overlap" and "lane" use
 // at::native::scale<float>, a kernel tcgd takes to write only through its
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "fake_cuda.h"
@@ -137,7 +139,12 @@ int overlapProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, u
 // first fingerprint reads, two kernels back), b *= 7 (writes what the second
 // reads). a and b hold ones; replay r must see 2 * 6^r, 5 * 35^r, 6^(r+1)
 // and 35^(r+1) whatever order the replay runs independent nodes in.
-int laneProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements) {
+// With `second_thread`, a *= 3 and b *= 7 are captured by another thread
+// (as PyTorch's autograd engine captures a step's backward from a thread of
+// its own into the forward's capture), then the first ends the capture: the
+// nodes pending in the first thread's table must be waited for all the same.
+int laneProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements,
+                bool second_thread = false) {
   CUresult r;
   float* ha = reinterpret_cast<float*>(a);
   float* hb = reinterpret_cast<float*>(b);
@@ -155,9 +162,20 @@ int laneProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint
   if ((r = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL)) != CUDA_SUCCESS)
     return fail("begin capture", r);
   void** steps[] = {a2, b5, a3, b7};
-  for (void** params : steps)
-    if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, params, nullptr)) != CUDA_SUCCESS)
-      return fail("a captured step", r);
+  const auto launch = [&](size_t first, size_t end) {
+    CUresult result = CUDA_SUCCESS;
+    for (size_t i = first; i < end && result == CUDA_SUCCESS; ++i)
+      result = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, steps[i], nullptr);
+    return result;
+  };
+  if (second_thread) {
+    if ((r = launch(0, 2)) != CUDA_SUCCESS) return fail("a captured step", r);
+    std::thread backward([&] { r = launch(2, 4); });
+    backward.join();
+    if (r != CUDA_SUCCESS) return fail("a captured step on the second thread", r);
+  } else if ((r = launch(0, 4)) != CUDA_SUCCESS) {
+    return fail("a captured step", r);
+  }
   constexpr int kReplays = 3;
   CUgraph graph = nullptr;
   if (replayCapture(s, kReplays, &graph) != 0) return 1;
@@ -617,6 +635,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "reuse") == 0) return reuseProgram(scale, s, a, b, kElements);
   if (argc > 1 && std::strcmp(argv[1], "lane") == 0) return laneProgram(aten_scale, s, a, b, kElements);
   if (argc > 1 && std::strcmp(argv[1], "lane-opaque") == 0) return laneProgram(scale, s, a, b, kElements);
+  if (argc > 1 && std::strcmp(argv[1], "lane-threads") == 0)
+    return laneProgram(aten_scale, s, a, b, kElements, /*second_thread=*/true);
   if (argc > 1 && std::strcmp(argv[1], "hidden") == 0) {
     const uint32_t one_offset[] = {0, 8}, one_size[] = {8, 4};
     auto* indirect = static_cast<CUfunction>(
