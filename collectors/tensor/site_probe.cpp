@@ -717,6 +717,10 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
 }
 
 void resetProbesInChild() {
+  // The parent's other threads are gone from the child: none of them
+  // captured last here.
+  g_capturing_thread.store(0, std::memory_order_relaxed);
+  g_capturing_scratch.store(nullptr, std::memory_order_relaxed);
   g_params.reset();
   g_next_site.store(1, std::memory_order_relaxed);
   g_next_site_state.store(0, std::memory_order_relaxed);
