@@ -363,6 +363,14 @@ bool addPublishNode(uint64_t graph_value, uint32_t ordinal, uint32_t first, uint
 }
 
 namespace {
+// The observation ring, as every fingerprint launch writes it.
+void setRing(FingerprintParams& fp, const DeviceResources& dev) {
+  fp.slots = dev.slots;
+  fp.ring_host = dev.ring_host;
+  fp.ring_device = dev.ring_device;
+  fp.capacity = dev.capacity;
+}
+
 // The device address of a captured launch's own SiteState (its replay
 // count), or 0 when every one is taken.
 uint64_t takeSiteState(const DeviceResources& dev) {
@@ -397,10 +405,7 @@ CUgraphNode addBatchNode(const PendingBatch& batch) {
     }
   }
   fp.site = batch.first_site;
-  fp.slots = dev.slots;
-  fp.ring_host = dev.ring_host;
-  fp.ring_device = dev.ring_device;
-  fp.capacity = dev.capacity;
+  setRing(fp, dev);
   fp.replay_first = 0;
   fp.replay_last = UINT32_MAX;
   fp.range_count = batch.range_count;
@@ -602,12 +607,9 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
       }
     }
     fp.site = site;
-    fp.slots = dev.slots;
-    fp.ring_host = dev.ring_host;
-    fp.ring_device = dev.ring_device;
+    setRing(fp, dev);
     fp.site_state = site_state;
     fp.scratch = chunks <= ::tcgd::tensor::kScratchChunks ? region : 0;
-    fp.capacity = dev.capacity;
     fp.replay_first = replay_first;
     fp.replay_last = replay_last;
     fp.range_count = n;

@@ -12,9 +12,10 @@
 
 namespace tcgd::tensor::gpu_check {
 
-void eagerCase(Ring& ring, const std::string& group, const std::string& name, const std::vector<Range>& ranges,
-               uint32_t grid) {
-  const Launch l = makeLaunch(ring, ranges);
+namespace {
+// Enqueues `l` with `grid` blocks (0: one per chunk), publishes when the
+// ring does, and compares every slot with the reference's.
+void launchCase(Ring& ring, const Launch& l, uint32_t grid, const std::string& group, const std::string& name) {
   enqueue(l, grid);
   if (ring.publishes()) ring.publish(l.device.total_chunks);
   CK(cu.cuStreamSynchronize(stream));
@@ -22,6 +23,12 @@ void eagerCase(Ring& ring, const std::string& group, const std::string& name, co
   std::string error;
   const bool ok = ring.drain(&got, &error) && compareSlots(got, expectedSlots(ring, l), true, &error);
   report(group, name, ok, ok ? std::to_string(got.size()) + " slots" : error);
+}
+}  // namespace
+
+void eagerCase(Ring& ring, const std::string& group, const std::string& name, const std::vector<Range>& ranges,
+               uint32_t grid) {
+  launchCase(ring, makeLaunch(ring, ranges), grid, group, name);
 }
 
 void fill(uint8_t* p, size_t bytes, Dtype d, double special, uint64_t seed) {
@@ -218,16 +225,8 @@ void multiRangeCases(Ring& ring) {
   Launch l = makeLaunch(ring, pack.ranges);
   std::reverse(l.device.ranges, l.device.ranges + l.device.range_count);
   std::reverse(l.host.ranges, l.host.ranges + l.host.range_count);
-  for (uint32_t grid : {total, 5u}) {
-    enqueue(l, grid);
-    if (ring.publishes()) ring.publish(l.device.total_chunks);
-    CK(cu.cuStreamSynchronize(stream));
-    std::vector<ObservationSlot> got;
-    std::string error;
-    const bool ok = ring.drain(&got, &error) && compareSlots(got, expectedSlots(ring, l), true, &error);
-    report("multi-range", "96 ranges in reverse order, grid " + std::to_string(grid), ok,
-           ok ? std::to_string(got.size()) + " slots" : error);
-  }
+  for (uint32_t grid : {total, 5u})
+    launchCase(ring, l, grid, "multi-range", "96 ranges in reverse order, grid " + std::to_string(grid));
   // The ranges of several sites in one launch (a captured batch): each
   // range's slots carry its own site, the launch's plus its site_delta.
   Launch b = makeLaunch(ring, pack.ranges);
@@ -236,16 +235,8 @@ void multiRangeCases(Ring& ring) {
     b.device.ranges[i].site_delta = delta;
     b.host.ranges[i].site_delta = delta;
   }
-  for (uint32_t grid : {agentGrid(total), 3u}) {
-    enqueue(b, grid);
-    if (ring.publishes()) ring.publish(b.device.total_chunks);
-    CK(cu.cuStreamSynchronize(stream));
-    std::vector<ObservationSlot> got;
-    std::string error;
-    const bool ok = ring.drain(&got, &error) && compareSlots(got, expectedSlots(ring, b), true, &error);
-    report("multi-range", "96 ranges of 14 sites (site_delta), grid " + std::to_string(grid), ok,
-           ok ? std::to_string(got.size()) + " slots" : error);
-  }
+  for (uint32_t grid : {agentGrid(total), 3u})
+    launchCase(ring, b, grid, "multi-range", "96 ranges of 14 sites (site_delta), grid " + std::to_string(grid));
 }
 
 // Launches `runs` times (eagerly or as replays), then checks every slot, the
