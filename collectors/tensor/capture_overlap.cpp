@@ -221,9 +221,12 @@ void pushBatch(PendingStream& e, CUstream stream, DepthJoin how, const OverlapPl
     }
   }
   if (e.count >= PendingStream::kSlots) {
-    // No room to follow it (joins kept failing): the stream's next work
-    // waits for it, as in the stream's order.
-    if (!updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) count(kOverlapFailed);
+    // No room to follow it (joins kept failing): the work just captured
+    // (kWork) or the stream's next work waits for it, as in the stream's
+    // order.
+    const bool waited = how == DepthJoin::kWork ? addEdges(plan->graph, node, plan->deps, plan->dep_count)
+                                                : updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES);
+    if (!waited) count(kOverlapFailed);
     return;
   }
   PendingFingerprint& f = e.nodes[(e.first + e.count) % PendingStream::kSlots];
@@ -317,6 +320,23 @@ void joinAll(PendingTable& table, PendingStream* e, CUstream stream) {
   release(table, e);
 }
 
+// A driver call failed and the stream's next work waits for every pending
+// node through the stream: the entry is freed, its batch made a node that
+// the next work waits for too.
+void dropEntry(PendingTable& table, PendingStream* e, CUstream stream) {
+  if (e == nullptr) return;
+  if (e->batch.sites != 0) {
+    CUgraphNode node = addBatchNode(e->batch);
+    if (node == nullptr) {
+      for (uint32_t i = 0; i < e->batch.sites; ++i) count(kBatchFailed);
+    } else {
+      count(kBatchNodes);
+      if (!updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) count(kOverlapFailed);
+    }
+  }
+  release(table, e);
+}
+
 }  // namespace
 
 bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, const WriteSet& work, bool chain,
@@ -352,7 +372,7 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
     for (uint32_t i = 0; i < pending->count; ++i) {
       if ((sources >> i & 1u) != 0 && !addEdges(plan->graph, pending->at(i).node, plan->deps, plan->dep_count)) {
         count(kOverlapFailed);
-        release(table, pending);
+        dropEntry(table, pending, stream);
         return false;
       }
     }
@@ -368,7 +388,7 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
   if (!updateDeps(stream, &node, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES)) {
     if (!joined) (void)addEdges(plan->graph, newest, plan->deps, plan->dep_count);
     count(kOverlapFailed);
-    release(table, pending);
+    dropEntry(table, pending, stream);
     return false;
   }
   plan->prior = newest;
@@ -386,7 +406,7 @@ void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const
     std::copy(plan.deps, plan.deps + plan.dep_count, deps);
     if (plan.prior != nullptr && !updateDeps(stream, deps, plan.dep_count, CU_STREAM_SET_CAPTURE_DEPENDENCIES)) {
       // The next work waits for the pending nodes: none is pending any more.
-      release(table, find(table, stream, capture_id));
+      dropEntry(table, find(table, stream, capture_id), stream);
       count(kOverlapFailed);
     }
     return;
@@ -397,7 +417,7 @@ void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const
   uint32_t n = 0;
   if (!captureState(stream, &id, &graph, after, 1, &n) || id != capture_id || n != 1) {
     // Left as it is: on the stream, after every pending node.
-    release(table, find(table, stream, capture_id));
+    dropEntry(table, find(table, stream, capture_id), stream);
     count(kOverlapFailed);
     return;
   }
@@ -417,7 +437,7 @@ void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const
     // Whatever the failed call left, the fingerprint stays on the stream,
     // after every pending node.
     (void)updateDeps(stream, after, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
-    release(table, e);
+    dropEntry(table, e, stream);
     count(kOverlapFailed);
     return;
   }
