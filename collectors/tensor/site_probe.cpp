@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <optional>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "collectors/graph/launch_collector.h"
