@@ -133,9 +133,9 @@ class Channel {
     return reinterpret_cast<unsigned char*>(header_) + header_->observation_offset;
   }
   uint64_t observationBytes() const { return header_ != nullptr ? header_->observation_bytes : 0; }
-  void countTensor(uint32_t counter) {
+  void countTensor(uint32_t counter, uint64_t n = 1) {
     if (counter >= kTensorCounterSlots) return;
-    header_->tensor_counters[counter].fetch_add(1, std::memory_order_relaxed);
+    header_->tensor_counters[counter].fetch_add(n, std::memory_order_relaxed);
   }
 
   // ---- producer side: lock-free, allocation-free, never blocks ----

@@ -15,6 +15,7 @@ bool CaptureTable::claim(uint64_t id, uint64_t stream, Entry** out) {
     e.sites.store(0, std::memory_order_relaxed);
     e.partial_first.store(UINT32_MAX, std::memory_order_relaxed);
     e.partial_end.store(0, std::memory_order_relaxed);
+    e.flags.store(0, std::memory_order_relaxed);
     e.ordinal.store(next_ordinal_.fetch_add(1, std::memory_order_relaxed), std::memory_order_release);
     *out = &e;
     return true;
@@ -42,6 +43,7 @@ bool CaptureTable::find(uint64_t id, Capture* out) {
     out->sites = &e.sites;
     out->partial_first = &e.partial_first;
     out->partial_end = &e.partial_end;
+    out->flags = &e.flags;
     return true;
   }
   // A capture whose begin we did not see (it began before recording
@@ -54,11 +56,12 @@ bool CaptureTable::find(uint64_t id, Capture* out) {
   out->sites = &e->sites;
   out->partial_first = &e->partial_first;
   out->partial_end = &e->partial_end;
+  out->flags = &e->flags;
   return true;
 }
 
 bool CaptureTable::end(uint64_t stream, Capture* out, uint32_t* nodes, uint32_t* sites, uint32_t* partial_first,
-                       uint32_t* partial_end) {
+                       uint32_t* partial_end, uint32_t* flags) {
   for (Entry& e : entries_) {
     const uint64_t id = e.id.load(std::memory_order_acquire);
     if (id == 0 || e.stream.load(std::memory_order_relaxed) != stream) continue;
@@ -68,6 +71,7 @@ bool CaptureTable::end(uint64_t stream, Capture* out, uint32_t* nodes, uint32_t*
     *sites = e.sites.load(std::memory_order_relaxed);
     if (partial_first != nullptr) *partial_first = e.partial_first.load(std::memory_order_relaxed);
     if (partial_end != nullptr) *partial_end = e.partial_end.load(std::memory_order_relaxed);
+    if (flags != nullptr) *flags = e.flags.load(std::memory_order_relaxed);
     e.stream.store(0, std::memory_order_relaxed);
     e.id.store(0, std::memory_order_release);
     return true;
@@ -83,6 +87,11 @@ void CaptureTable::notePartials(const Capture& capture, uint32_t first, uint32_t
   seen = capture.partial_end->load(std::memory_order_relaxed);
   while (end > seen && !capture.partial_end->compare_exchange_weak(seen, end, std::memory_order_relaxed)) {
   }
+}
+
+void CaptureTable::noteFlag(const Capture& capture, uint32_t flag) {
+  if (capture.flags == nullptr || (capture.flags->load(std::memory_order_relaxed) & flag) == flag) return;
+  capture.flags->fetch_or(flag, std::memory_order_relaxed);
 }
 
 void CaptureTable::reset() {

@@ -26,7 +26,12 @@ class CaptureTable {
     // (publish=replay): [partial_first, partial_end), empty while first >= end.
     std::atomic<uint32_t>* partial_first = nullptr;
     std::atomic<uint32_t>* partial_end = nullptr;
+    // kLowerProbes, ...: what its sites asked of the capture's end.
+    std::atomic<uint32_t>* flags = nullptr;
   };
+  // A site probed under priority=on: the capture's end raises the job's
+  // kernel nodes above tcgd's (site_probe.h, lowerProbeNodes).
+  static constexpr uint32_t kLowerProbes = 1;
 
   constexpr CaptureTable() = default;
 
@@ -37,10 +42,12 @@ class CaptureTable {
   // was not seen. False only when the table is full.
   bool find(uint64_t id, Capture* out);
   // The capture begun on `stream` ended: its entry is freed. Returns its id,
-  // ordinal, counts and span of partials ([*partial_first, *partial_end),
-  // when asked), false when none was begun there.
+  // ordinal, counts, span of partials ([*partial_first, *partial_end),
+  // when asked) and flags (when asked), false when none was begun there.
   bool end(uint64_t stream, Capture* out, uint32_t* nodes, uint32_t* sites, uint32_t* partial_first = nullptr,
-           uint32_t* partial_end = nullptr);
+           uint32_t* partial_end = nullptr, uint32_t* flags = nullptr);
+  // Sets `flag` on a capture (once per capture costs a load after the first).
+  static void noteFlag(const Capture& capture, uint32_t flag);
   // Widens a capture's span of partials to take [first, end) in.
   static void notePartials(const Capture& capture, uint32_t first, uint32_t end);
   // Ordinals taken so far.
@@ -56,6 +63,7 @@ class CaptureTable {
     std::atomic<uint32_t> sites{0};
     std::atomic<uint32_t> partial_first{UINT32_MAX};
     std::atomic<uint32_t> partial_end{0};
+    std::atomic<uint32_t> flags{0};
   };
   bool claim(uint64_t id, uint64_t stream, Entry** entry);
 

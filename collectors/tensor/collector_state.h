@@ -49,7 +49,7 @@ TensorDevice& device();
 
 // Counts in the channel header's tensor counters (collectors/tensor/
 // tensor_counters.h); nothing when not recording.
-void count(uint32_t counter);
+void count(uint32_t counter, uint64_t n = 1);
 // A tensor_status record (TensorStatus), with `detail` as a string blob.
 void pushStatus(TensorStatus status, const std::string& detail, int device = -1,
                 uint64_t device_bytes = 0, uint64_t slots = 0);
@@ -102,6 +102,15 @@ bool deviceReady(const CaptureFacts& capture);
 // SiteState or memory is left, or a call fails.
 uint64_t partialTag(uint32_t ordinal);
 bool addPublishNode(uint64_t graph, uint32_t ordinal, uint32_t first, uint32_t end);
+
+// priority=on (capture_overlap.h, "Priorities"): every kernel node of `graph`
+// that is not tcgd's goes one priority step above its own (clamped at the
+// device's greatest), and tcgd's go to the device's least, so that where
+// both are ready the job's blocks are dispatched first. Returns the job's
+// nodes raised, or -1 when the driver lacks a call, the device has one
+// priority only, or a call fails (what was set stays set: priorities change
+// no result).
+int lowerProbeNodes(uint64_t graph);
 
 // Per-thread room for one launch: parameters up to 32 KiB (CUDA 12.1+), its
 // ranges and pointers, and the site blob built from them; too large for

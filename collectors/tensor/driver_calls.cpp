@@ -50,6 +50,11 @@ bool resolveDefault() {
   resolve(dl, handle, "cuGraphGetNodes", &t.graph_get_nodes);
   resolve(dl, handle, "cuGraphGetEdges_v2", &t.graph_get_edges);
   resolve(dl, handle, "cuGraphAddKernelNode_v2", &t.graph_add_kernel_node);
+  resolve(dl, handle, "cuGraphNodeGetType", &t.graph_node_get_type);
+  resolve(dl, handle, "cuGraphKernelNodeGetParams_v2", &t.graph_kernel_node_get_params);
+  resolve(dl, handle, "cuGraphKernelNodeGetAttribute", &t.graph_kernel_node_get_attribute);
+  resolve(dl, handle, "cuGraphKernelNodeSetAttribute", &t.graph_kernel_node_set_attribute);
+  resolve(dl, handle, "cuCtxGetStreamPriorityRange", &t.ctx_get_stream_priority_range);
   resolve(dl, handle, "cuEventRecord", &t.event_record);
   resolve(dl, handle, "cuEventRecordWithFlags", &t.event_record_with_flags);
   g_default = t;

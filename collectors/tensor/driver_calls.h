@@ -51,6 +51,13 @@ struct DriverCalls {
   CUresult (*graph_get_edges)(CUgraph, CUgraphNode*, CUgraphNode*, CUgraphEdgeData*, size_t*) = nullptr;  // _v2
   CUresult (*graph_add_kernel_node)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
                                     const CUDA_KERNEL_NODE_PARAMS*) = nullptr;  // _v2
+  // priority=on: the kernel nodes of a captured graph, told apart by their
+  // function, raised above tcgd's (site_probe.cpp, lowerProbeNodes).
+  CUresult (*graph_node_get_type)(CUgraphNode, CUgraphNodeType*) = nullptr;
+  CUresult (*graph_kernel_node_get_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*) = nullptr;  // _v2
+  CUresult (*graph_kernel_node_get_attribute)(CUgraphNode, CUkernelNodeAttrID, CUkernelNodeAttrValue*) = nullptr;
+  CUresult (*graph_kernel_node_set_attribute)(CUgraphNode, CUkernelNodeAttrID, const CUkernelNodeAttrValue*) = nullptr;
+  CUresult (*ctx_get_stream_priority_range)(int*, int*) = nullptr;
   // Recording an event again once a fingerprint node joined its stream.
   CUresult (*event_record)(CUevent, CUstream) = nullptr;
   CUresult (*event_record_with_flags)(CUevent, CUstream, unsigned) = nullptr;

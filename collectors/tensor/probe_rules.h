@@ -166,6 +166,13 @@ struct ProbeRule {
   // that may write them (capture_overlap.h, "Batches"): fewer, fuller nodes.
   // Batched nodes run side by side (as chain=off) and publish per replay.
   uint32_t batch = 1;
+  // priority=on|off: whether a capture with a site of this rule ends with
+  // the job's kernel nodes one priority step above their own and tcgd's
+  // fingerprint nodes at the device's least (on; the graph must be
+  // instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY, as
+  // PyTorch's are): the fingerprints then take the SMs the job leaves free
+  // instead of sharing them (capture_overlap.h, "Priorities").
+  bool priority = false;
   // publish=replay|node: whether a captured fingerprint node leaves each
   // chunk's partial in device memory for one publish node at the end of the
   // graph to combine and write once per replay (replay; fingerprint_abi.h,
@@ -211,7 +218,7 @@ inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
     "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
-    "probes=on|off|only, workspaces=on|off, overlap=on|off, overlap-depth=N (1-16), chain=on|off, batch=N (1-32), reuse=on|off, publish=replay|node; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
+    "probes=on|off|only, workspaces=on|off, overlap=on|off, overlap-depth=N (1-16), chain=on|off, batch=N (1-32), priority=on|off, reuse=on|off, publish=replay|node; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
     "values=N; record[:KEY=VALUE,...] the same keys and bytes=N[K|M|G], run-bytes=N[K|M|G]; "
     "check:reference=PATH[,abort][,rtol=X][,atol=Y] takes the same keys (one check rule at most) "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
@@ -290,12 +297,12 @@ inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations",
                                              "every",  "lines",       "bytes",      "run-bytes",
                                              "values", "reference",   "rtol",       "atol",
                                              "probes", "reuse",       "overlap-depth", "publish",
-                                             "chain",  "batch"};
+                                             "chain",  "batch",       "priority"};
 static_assert(std::size(kKeys) <= 32, "applyItem keeps a bit per key in a uint32_t");
 inline constexpr const char* kKeyList =
     "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, "
     "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish, chain, "
-    "batch";
+    "batch, priority";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -719,11 +726,12 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
     }
     return true;
   }
-  // copies, workspaces, overlap, reuse, chain
+  // copies, workspaces, overlap, reuse, chain, priority
   bool& flag = key == "copies"       ? r->copies
                : key == "workspaces" ? r->workspaces
                : key == "reuse"      ? r->reuse
                : key == "chain"      ? r->chain
+               : key == "priority"   ? r->priority
                                      : r->overlap;
   if (value == "on" || value == "1" || value == "true" || value == "yes") {
     flag = true;

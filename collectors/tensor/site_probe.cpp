@@ -363,6 +363,59 @@ bool addPublishNode(uint64_t graph_value, uint32_t ordinal, uint32_t first, uint
 }
 
 namespace {
+// lowerProbeNodes' pass over the graph's nodes; -1 at the first failed call.
+int setPriorities(const DriverCalls& d, const DeviceResources& dev, const CUgraphNode* nodes, size_t count, int least,
+                  int greatest) {
+  int raised = 0;
+  for (size_t i = 0; i < count; ++i) {
+    CUgraphNodeType type{};
+    if (d.graph_node_get_type(nodes[i], &type) != CUDA_SUCCESS) return -1;
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL) continue;
+    CUDA_KERNEL_NODE_PARAMS params{};
+    if (d.graph_kernel_node_get_params(nodes[i], &params) != CUDA_SUCCESS) return -1;
+    const bool ours = params.func != nullptr && (params.func == dev.fingerprint || params.func == dev.publish);
+    CUkernelNodeAttrValue value{};
+    if (ours) {
+      value.priority = least;
+    } else {
+      if (d.graph_kernel_node_get_attribute(nodes[i], CU_KERNEL_NODE_ATTRIBUTE_PRIORITY, &value) != CUDA_SUCCESS)
+        return -1;
+      value.priority = std::max(greatest, std::min(least, value.priority) - 1);
+      ++raised;
+    }
+    if (d.graph_kernel_node_set_attribute(nodes[i], CU_KERNEL_NODE_ATTRIBUTE_PRIORITY, &value) != CUDA_SUCCESS)
+      return -1;
+  }
+  return raised;
+}
+}  // namespace
+
+int lowerProbeNodes(uint64_t graph_value) {
+  const DriverCalls& d = driverCalls();
+  if (device().state() != TensorDevice::State::kReady || graph_value == 0 || d.graph_get_nodes == nullptr ||
+      d.graph_node_get_type == nullptr || d.graph_kernel_node_get_params == nullptr ||
+      d.graph_kernel_node_get_attribute == nullptr || d.graph_kernel_node_set_attribute == nullptr ||
+      d.ctx_get_stream_priority_range == nullptr)
+    return -1;
+  int least = 0, greatest = 0;
+  // Numerically smaller is higher: greatest is negative, least usually 0.
+  if (d.ctx_get_stream_priority_range(&least, &greatest) != CUDA_SUCCESS || greatest >= least) return -1;
+  const DeviceResources& dev = device().resources();
+  auto* graph = reinterpret_cast<CUgraph>(static_cast<uintptr_t>(graph_value));
+  size_t count = 0;
+  if (d.graph_get_nodes(graph, nullptr, &count) != CUDA_SUCCESS) return -1;
+  if (count == 0) return 0;
+  // Capture end is not a hot path; malloc, as addPublishNode, not throwing.
+  auto* nodes = static_cast<CUgraphNode*>(std::malloc(count * sizeof(CUgraphNode)));
+  if (nodes == nullptr) return -1;
+  const int raised = setPriorities(d, dev, nodes, d.graph_get_nodes(graph, nodes, &count) == CUDA_SUCCESS ? count : 0,
+                                   least, greatest);
+  std::free(nodes);
+  return raised;
+}
+
+
+namespace {
 // The observation ring, as every fingerprint launch writes it.
 void setRing(FingerprintParams& fp, const DeviceResources& dev) {
   fp.slots = dev.slots;
@@ -441,6 +494,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   // of a _ptsz entry point is the thread's stream.
   const CUstream stream = p.per_thread && p.stream == nullptr ? CU_STREAM_PER_THREAD : p.stream;
   const ProbeRule& rule = settings().rules.rule(static_cast<size_t>(p.rule));
+  if (p.capture.captured && rule.priority) CaptureTable::noteFlag(p.capture.table, CaptureTable::kLowerProbes);
   // The stream's scratch region (eager), or its capture's (captured): the
   // kernel combines a range's chunks there into one slot. A captured launch
   // under chain=off takes none: its fingerprint nodes run side by side, each

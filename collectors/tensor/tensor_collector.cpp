@@ -43,8 +43,8 @@ TensorDevice& device() { return g_device; }
 
 static_assert(kCounterCount <= channel::kTensorCounterSlots, "every tensor counter has a slot in the channel header");
 
-void count(uint32_t counter) {
-  if (channel::Channel* ch = agent::activeChannel()) ch->countTensor(counter);
+void count(uint32_t counter, uint64_t n) {
+  if (channel::Channel* ch = agent::activeChannel()) ch->countTensor(counter, n);
 }
 
 void pushStatus(TensorStatus status, const std::string& detail, int device, uint64_t device_bytes,
@@ -623,8 +623,9 @@ int captureEnded(CUstream stream, uint64_t graph, CUresult result) {
   if (result == CUDA_SUCCESS && graph != 0)
     captureEnding(scratch(), reinterpret_cast<CUgraph>(static_cast<uintptr_t>(graph)));
   CaptureTable::Capture capture;
-  uint32_t nodes = 0, sites = 0, partial_first = UINT32_MAX, partial_end = 0;
-  if (!captures().end(reinterpret_cast<uintptr_t>(stream), &capture, &nodes, &sites, &partial_first, &partial_end))
+  uint32_t nodes = 0, sites = 0, partial_first = UINT32_MAX, partial_end = 0, flags = 0;
+  if (!captures().end(reinterpret_cast<uintptr_t>(stream), &capture, &nodes, &sites, &partial_first, &partial_end,
+                      &flags))
     return 0;
   (void)agent::emit(kRecordTensorCaptureEnd, RecordClass::kTensor, 0, capture.ordinal, capture.id,
                     graph, nodes, sites);
@@ -638,6 +639,20 @@ int captureEnded(CUstream stream, uint64_t graph, CUresult result) {
       TCGD_LOG_WARN_ONCE(
           "tcgd could not add the publish node to a captured graph: its fingerprints, left in device memory "
           "for it (publish=replay), are not observed (counted as publish_failed); publish=node avoids it");
+    }
+  }
+  // priority=on: the job's kernel nodes above tcgd's, the publish node
+  // included (capture_overlap.h, "Priorities").
+  if (result == CUDA_SUCCESS && (flags & CaptureTable::kLowerProbes) != 0) {
+    const int raised = lowerProbeNodes(graph);
+    if (raised >= 0) {
+      count(kPriorityRaised, static_cast<uint64_t>(raised));
+    } else {
+      count(kPriorityFailed);
+      TCGD_LOG_WARN_ONCE(
+          "tcgd could not set the priorities of a captured graph's kernel nodes (priority=on): its fingerprint "
+          "nodes share the device with the job's kernels as they would under priority=off (counted as "
+          "priority_failed)");
     }
   }
   if (Scratch* sc = scratch(); sc != nullptr && sc->pending.used != 0) {

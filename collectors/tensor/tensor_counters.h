@@ -44,6 +44,8 @@ enum TensorCounter : uint32_t {
   kJoinsNewest,                // of the first two: the work waits for the node of the work right before it
   kBatchNodes,                 // fingerprint nodes made of a stream's batch (batch=N; capture_overlap.h)
   kBatchFailed,                // sites of batches that could not be added to their graph (never observed)
+  kPriorityRaised,             // the job's kernel nodes raised above tcgd's at a capture's end (priority=on)
+  kPriorityFailed,             // captures whose node priorities could not be set (priority=on)
   kCounterCount,
 };
 
@@ -56,7 +58,7 @@ inline constexpr const char* kTensorCounterNames[] = {
     "probes_unknown_memory", "checks_without_staging", "ranges_reused",
     "partials_full",   "publish_nodes",      "publish_failed",
     "overlap_joins_written", "overlap_joins_unseen", "overlap_joins_depth", "overlap_joins_newest",
-    "batch_nodes",     "batch_failed",
+    "batch_nodes",     "batch_failed",       "priority_raised",   "priority_failed",
 };
 static_assert(std::size(kTensorCounterNames) == kCounterCount);
 

@@ -237,6 +237,15 @@ FAKE_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
   FAKE_RETURN(cuDeviceGetUuid_v2, CUDA_SUCCESS);
 }
 
+// The range of an H100's: 0 (the least, every stream's) to -5.
+FAKE_EXPORT CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
+  FAKE_ENTER(cuCtxGetStreamPriorityRange);
+  if (!fake::initialized()) FAKE_RETURN(cuCtxGetStreamPriorityRange, CUDA_ERROR_NOT_INITIALIZED);
+  if (leastPriority != nullptr) *leastPriority = 0;
+  if (greatestPriority != nullptr) *greatestPriority = fake::kGreatestPriority;
+  FAKE_RETURN(cuCtxGetStreamPriorityRange, CUDA_SUCCESS);
+}
+
 FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
   FAKE_ENTER(cuCtxGetDevice);
   if (!fake::initialized()) FAKE_RETURN(cuCtxGetDevice, CUDA_ERROR_NOT_INITIALIZED);

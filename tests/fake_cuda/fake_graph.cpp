@@ -589,6 +589,37 @@ FAKE_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
   FAKE_RETURN(cuGraphKernelNodeGetParams_v2, CUDA_SUCCESS);
 }
 
+// The fake keeps a kernel node's priority only; other attributes are
+// refused. A priority outside cuCtxGetStreamPriorityRange's is refused too
+// (the driver clamps; the fake's callers should never need it).
+FAKE_EXPORT CUresult cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+                                                   CUkernelNodeAttrValue* value_out) {
+  FAKE_ENTER(cuGraphKernelNodeGetAttribute);
+  Node* node = fake::nodeOf(hNode);
+  if (node == nullptr || value_out == nullptr || node->spec.type != CU_GRAPH_NODE_TYPE_KERNEL ||
+      attr != CU_KERNEL_NODE_ATTRIBUTE_PRIORITY) {
+    FAKE_RETURN(cuGraphKernelNodeGetAttribute, CUDA_ERROR_INVALID_VALUE);
+  }
+  std::lock_guard lock(node->graph->mutex);
+  *value_out = CUkernelNodeAttrValue{};
+  value_out->priority = node->spec.priority;
+  FAKE_RETURN(cuGraphKernelNodeGetAttribute, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+                                                   const CUkernelNodeAttrValue* value) {
+  FAKE_ENTER(cuGraphKernelNodeSetAttribute);
+  Node* node = fake::nodeOf(hNode);
+  if (node == nullptr || value == nullptr || node->spec.type != CU_GRAPH_NODE_TYPE_KERNEL ||
+      attr != CU_KERNEL_NODE_ATTRIBUTE_PRIORITY || value->priority > 0 ||
+      value->priority < fake::kGreatestPriority) {
+    FAKE_RETURN(cuGraphKernelNodeSetAttribute, CUDA_ERROR_INVALID_VALUE);
+  }
+  std::lock_guard lock(node->graph->mutex);
+  node->spec.priority = value->priority;
+  FAKE_RETURN(cuGraphKernelNodeSetAttribute, CUDA_SUCCESS);
+}
+
 FAKE_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
                                                   CUDA_MEM_ALLOC_NODE_PARAMS* params_out) {
   FAKE_ENTER(cuGraphMemAllocNodeGetParams);

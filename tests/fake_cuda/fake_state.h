@@ -79,6 +79,8 @@ bool validContext(CUcontext context);
 // What the fake device reports and enforces (cuDeviceGetAttribute, launch
 // checks): a small Hopper part.
 inline constexpr int kMultiprocessors = 4;
+// cuCtxGetStreamPriorityRange's greatest (the least is 0).
+inline constexpr int kGreatestPriority = -5;
 inline constexpr int kMaxThreadsPerBlock = 1024;
 inline constexpr int kMaxThreadsPerMultiprocessor = 2048;
 inline constexpr int kMaxBlocksPerMultiprocessor = 32;
@@ -130,6 +132,7 @@ struct NodeSpec {
   unsigned block[3] = {};
   unsigned shared_mem = 0;
   bool cooperative = false;
+  int priority = 0;               // kernel nodes: CU_LAUNCH_ATTRIBUTE_PRIORITY (streams have the least, 0)
   std::vector<uint8_t> params;  // kernel nodes: the parameter bytes, copied when captured
   CUdeviceptr dptr = 0;         // mem alloc/free nodes; memset/memcpy destination
   size_t bytes = 0;             // mem alloc, memset and memcpy bytes

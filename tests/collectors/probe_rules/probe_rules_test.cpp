@@ -181,6 +181,12 @@ TEST(ProbeRules, WhatEngineersType) {
     EXPECT_EQ(parse("fingerprint:batch=8").rules.at(0).batch, 8u);
     EXPECT_EQ(parse("fingerprint:batch=32").rules.at(0).batch, 32u);
   }
+  {
+    // The job's kernel nodes keep their priorities unless asked.
+    EXPECT_FALSE(parse("fingerprint").rules.at(0).priority);
+    EXPECT_TRUE(parse("fingerprint:priority=on").rules.at(0).priority);
+    EXPECT_FALSE(parse("fingerprint:priority=off").rules.at(0).priority);
+  }
 }
 
 TEST(ProbeRules, PrintTakesEveryAndLinesBesideTheSameKeys) {
@@ -312,14 +318,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadRule{"fingerprint:kernal=~x",
                 "rule 1: unknown key 'kernal' (did you mean 'kernel'? expected one of kernel, "
                 "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, "
-                "bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish, chain, batch)"},
+                "bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish, chain, batch, priority)"},
         BadRule{"fingerprint:size=1",
                 "rule 1: unknown key 'size' (expected one of kernel, exclude, invocations, when, "
                 "graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values, "
-                "reference, rtol, atol, probes, reuse, overlap-depth, publish, chain, batch)"},
+                "reference, rtol, atol, probes, reuse, overlap-depth, publish, chain, batch, priority)"},
         BadRule{"fingerprint:bytes=1M", "rule 1: bytes= is an option of record (record:bytes=N)"},
         BadRule{"fingerprint:publish=graph", "rule 1: publish=graph: expected replay or node"},
         BadRule{"fingerprint:chain=maybe", "rule 1: chain=maybe: expected on or off"},
+        BadRule{"fingerprint:priority=high", "rule 1: priority=high: expected on or off"},
         BadRule{"fingerprint:batch=0", "rule 1: batch=0: expected an integer between 1 and 32"},
         BadRule{"fingerprint:batch=33", "rule 1: batch=33: expected an integer between 1 and 32"},
         BadRule{"fingerprint:batch=4x", "rule 1: batch=4x: expected an integer between 1 and 32"},

@@ -771,7 +771,12 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
                        Case{"fingerprint:batch=2", "65536", 1, 0, 3}, Case{"fingerprint:batch=8", "65536", 1, 0, 3},
                        // The arena's one partial goes to the first batch
                        // node; the two after it write their own slots.
-                       Case{"fingerprint:batch=8", "1", 1, 2, 3}}) {
+                       Case{"fingerprint:batch=8", "1", 1, 2, 3},
+                       // priority=on: the same nodes and values, the job's
+                       // kernel nodes raised above tcgd's at the capture's end.
+                       Case{"fingerprint:priority=on", "65536", 1, 0},
+                       Case{"fingerprint:chain=off,priority=on", "65536", 1, 0},
+                       Case{"fingerprint:batch=8,priority=on", "65536", 1, 0, 3}}) {
     const char* rules = c.rules;
     SCOPED_TRACE(std::string(rules) + " TCGD_TENSOR_PARTIALS=" + c.partials);
     TempDir dir;
@@ -827,6 +832,15 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
     }
     // Four kernels, their fingerprint nodes and the publish node.
     EXPECT_EQ(run.values.at("nodes"), 4u + c.fingerprint_nodes + (per_node ? 0u : 1u));
+    // priority=on: the four kernels one step above the least, tcgd's at it;
+    // otherwise every node keeps its stream's (the least).
+    const bool raised = std::string(rules).find("priority=on") != std::string::npos;
+    EXPECT_EQ(counter("priority_raised"), raised ? 4u : 0u);
+    EXPECT_EQ(counter("priority_failed"), 0u);
+    EXPECT_EQ(run.values.at("job_priority_above"), raised ? 4u : 0u);
+    EXPECT_EQ(run.values.at("job_priority_least"), raised ? 0u : 4u);
+    EXPECT_EQ(run.values.at("tcgd_priority_least"), c.fingerprint_nodes + (per_node ? 0u : 1u));
+    EXPECT_EQ(run.values.at("tcgd_priority_above"), 0u);
   }
 }
 

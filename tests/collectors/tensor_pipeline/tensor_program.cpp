@@ -125,6 +125,27 @@ int overlapProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, u
   value("b", b);
   value("nodes", nodes);
   value("replays", kReplays);
+  // The kernel nodes' priorities (priority=on raises the job's above tcgd's):
+  // how many of each are at the least (0) and how many above it.
+  std::vector<CUgraphNode> all(nodes);
+  if ((r = cuGraphGetNodes(graph, all.data(), &nodes)) != CUDA_SUCCESS) return fail("cuGraphGetNodes", r);
+  uint64_t job_least = 0, job_above = 0, tcgd_least = 0, tcgd_above = 0;
+  for (CUgraphNode n : all) {
+    CUgraphNodeType type;
+    if ((r = cuGraphNodeGetType(n, &type)) != CUDA_SUCCESS) return fail("cuGraphNodeGetType", r);
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL) continue;
+    CUDA_KERNEL_NODE_PARAMS_v2 params{};
+    CUkernelNodeAttrValue priority{};
+    if ((r = cuGraphKernelNodeGetParams_v2(n, &params)) != CUDA_SUCCESS) return fail("cuGraphKernelNodeGetParams_v2", r);
+    if ((r = cuGraphKernelNodeGetAttribute(n, CU_KERNEL_NODE_ATTRIBUTE_PRIORITY, &priority)) != CUDA_SUCCESS)
+      return fail("cuGraphKernelNodeGetAttribute", r);
+    const bool job = params.func == scale;
+    ++(priority.priority == 0 ? (job ? job_least : tcgd_least) : (job ? job_above : tcgd_above));
+  }
+  value("job_priority_least", job_least);
+  value("job_priority_above", job_above);
+  value("tcgd_priority_least", tcgd_least);
+  value("tcgd_priority_above", tcgd_above);
   value("a_after_bits", [&] {
     uint32_t bits;
     std::memcpy(&bits, ha, 4);
