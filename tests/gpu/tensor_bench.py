@@ -2,8 +2,13 @@
 wide, Adam capturable) as a replayed CUDA graph and eagerly. The gate runs it
 without the agent, with the agent and tensor probes off, and with
 TCGD_TENSOR=fingerprint (every kernel), in interleaved rounds of one call,
-and reports the ratios."""
+and reports the ratios.
+
+TCGD_BENCH_TRACE=PATH: after the timed replays, five more run under
+torch.profiler and their kernels' device timeline goes to PATH as a chrome
+trace (kernel_timeline.py reads it: where a replay's time goes)."""
 import json
+import os
 import sys
 import time
 
@@ -49,14 +54,22 @@ for _ in range(replays):
     graph.replay()
 torch.cuda.synchronize()
 graph_s = (time.perf_counter() - t0) / replays
+trace_path = os.environ.get("TCGD_BENCH_TRACE")
+if trace_path:
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(5):
+            graph.replay()
+        torch.cuda.synchronize()
+    prof.export_chrome_trace(trace_path)
 
-for _ in range(3):
+for _ in range(3 if eager_steps else 0):
     step()
 torch.cuda.synchronize()
 t0 = time.perf_counter()
 for _ in range(eager_steps):
     step()
 torch.cuda.synchronize()
-eager_s = (time.perf_counter() - t0) / eager_steps
+eager_s = (time.perf_counter() - t0) / max(1, eager_steps)
 print("BENCH " + json.dumps({"graph_step_s": graph_s, "eager_step_s": eager_s, "replays": replays,
                              "loss": float(static_loss)}), flush=True)
