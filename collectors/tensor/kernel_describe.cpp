@@ -117,8 +117,12 @@ void describeKernel(KernelInfo* k, const char* probe_name = nullptr) {
       k->list_depth = lists.depth;
       k->list_inputs = lists.inputs;
     }
-    if (k->param_count == 1)
+    if (k->param_count == 1) {
       k->reduce_source = reduceSourceOffset(demangled, 1, kernels().layoutSizes()[k->layout_first]);
+      const AttentionInputs attention = attentionInputs(demangled, 1, kernels().layoutSizes()[k->layout_first]);
+      k->attention_inputs = attention.words;
+      k->attention_output = attention.first_output;
+    }
   }
 
   uint64_t name_blob = 0, layout_blob = 0;

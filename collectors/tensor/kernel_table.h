@@ -48,6 +48,10 @@ struct KernelInfo {
   // ATen's reduce_kernel: the offset of ReduceOp's src word inside its one
   // parameter (reduceSourceOffset); 0 none.
   uint32_t reduce_source = 0;
+  // ATen's memory-efficient attention: the input words of its one Params
+  // parameter and its first output word (attentionInputs); 0 none.
+  uint16_t attention_inputs = 0;
+  uint8_t attention_output = 0;
   // 1: it writes only through the pointer words of its parameters
   // (writesThroughParameters, known_inputs.h); copies and sets too.
   uint8_t writes_seen = 0;

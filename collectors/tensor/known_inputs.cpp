@@ -270,6 +270,39 @@ bool reduceTailValid(const uint8_t* param, uint32_t param_size) {
   return src != 0 && src != dst0;
 }
 
+AttentionInputs attentionInputs(std::string_view demangled, uint32_t param_count, uint32_t param_size) {
+  // The forward's Params holds far more than its first nine words (scale,
+  // dimensions, strides); the backward's more than its first eleven.
+  constexpr uint32_t kLeastBytes = 128;
+  if (param_count != 1 || param_size < kLeastBytes) return {};
+  const name_parse::ParsedName p = name_parse::parseName(demangled);
+  if (!p.ok || !p.has_params || p.params.parts.size() != 1) return {};
+  const std::vector<Nodes> scopes = name_parse::splitScopes(p.name);
+  if (scopes.size() != 1 || !name_parse::scopeIdentifier(scopes[0]).starts_with("fmha_cutlass")) return {};
+  const std::vector<Nodes> param = name_parse::splitScopes(p.params.parts[0]);
+  if (param.size() != 3 || name_parse::scopeIdentifier(param[0]) != "PyTorchMemEffAttention" ||
+      name_parse::scopeIdentifier(param[2]) != "Params")
+    return {};
+  const std::string_view kernel = name_parse::scopeIdentifier(param[1]);
+  if (kernel == "AttentionKernel") return AttentionInputs{0x7f, 8};
+  if (kernel == "AttentionBackwardKernel") return AttentionInputs{0x37f, 10};
+  return {};
+}
+
+bool attentionLayoutValid(const uint8_t* param, uint32_t param_size, const AttentionInputs& inputs) {
+  if (param == nullptr || inputs.words == 0 || (uint32_t{inputs.first_output} + 1) * 8 > param_size) return false;
+  const auto word = [&](uint32_t i) {
+    uint64_t w = 0;
+    std::memcpy(&w, param + 8 * i, sizeof w);
+    return w;
+  };
+  const uint64_t output = word(inputs.first_output);
+  if (output == 0 || word(0) == 0 || word(1) == 0 || word(2) == 0) return false;
+  for (uint32_t i = 0; i < 16; ++i)
+    if ((inputs.words >> i & 1u) != 0 && word(i) == output) return false;
+  return true;
+}
+
 bool writesThroughParameters(std::string_view demangled) {
   for (std::string_view prefix : {std::string_view("triton_poi_"), std::string_view("triton_red_"),
                                   std::string_view("triton_per_")})
@@ -302,6 +335,9 @@ bool InputWords::holds(uint32_t offset) const {
     if (word < lists.depth * length && (lists.inputs >> (word / length) & 1u) != 0) return true;
   }
   if (source_offset != 0 && offset == source_offset) return true;
+  if (struct_words != 0 && offset >= struct_offset && (offset - struct_offset) % 8 == 0 &&
+      (offset - struct_offset) / 8 < 16 && (struct_words >> ((offset - struct_offset) / 8) & 1u) != 0)
+    return true;
   for (uint64_t bits = const_params; bits != 0; bits &= bits - 1) {
     const uint32_t i = static_cast<uint32_t>(std::countr_zero(bits));
     if (i < param_count && offsets[i] == offset) return true;

@@ -38,7 +38,16 @@
 //     only when its last word reads as those flags (accumulate and
 //     final_output 0 or 1, noutputs 1 or 2) and src differs from dst[0]: a
 //     layout with padding after noutputs fails that and names no input.
-// For the last four, a range is a known input when every pointer word naming
+//   - ATen's memory-efficient attention (fmha_cutlassF_*, fmha_cutlassB_*):
+//     its one Params struct (kernel_forward.h, kernel_backward.h) starts with
+//     its read-only tensors: the forward's query, key, value, attn_bias and
+//     sequence tables (words 0-6; output_ptr is word 8), the backward's
+//     query, key, value, bias, logsumexp, output and grad_output (words 0-6;
+//     word 7, delta, it may compute itself) and its sequence tables (words
+//     8-9; grad_query_ptr is word 10). A launch's struct is trusted only
+//     when query, key, value and the first output are set and that output
+//     is none of the inputs.
+// For the last five, a range is a known input when every pointer word naming
 // it is an input word.
 // Either way a known input that overlaps another range of the launch (an
 // in-place op: the output is an input too) is not one.
@@ -160,6 +169,17 @@ uint32_t reduceSourceOffset(std::string_view demangled, uint32_t param_count, ui
 // reduceSourceOffset's layout says (see above).
 bool reduceTailValid(const uint8_t* param, uint32_t param_size);
 
+// ATen's memory-efficient attention's Params (see above): which of its first
+// 16 words are inputs (bit i: word i) and which word is its first output; 0
+// inputs when the name is not such a kernel's, or the size too small.
+struct AttentionInputs {
+  uint16_t words = 0;
+  uint8_t first_output = 0;
+};
+AttentionInputs attentionInputs(std::string_view demangled, uint32_t param_count, uint32_t param_size);
+// Whether one launch's Params bytes read as that layout (see above).
+bool attentionLayoutValid(const uint8_t* param, uint32_t param_size, const AttentionInputs& inputs);
+
 // Whether a kernel, by its demangled name, writes only through pointer words
 // of its parameters (see above): ATen's kernels (scope `at::`, `c10::` or
 // `pytorch_flash::`, and fmha_cutlass[FB]_* taking one
@@ -176,8 +196,12 @@ struct InputWords {
   uint32_t lists_offset = 0;  // a foreach kernel's address lists
   ForeachLists lists;
   uint32_t source_offset = 0;  // a reduction's src word (reduceSourceOffset); 0: none
+  uint32_t struct_offset = 0;  // an attention kernel's Params (attentionInputs)
+  uint16_t struct_words = 0;   // its input words (bit i: word i); 0: none
 
-  bool any() const { return data_size >= 16 || const_params != 0 || lists.inputs != 0 || source_offset != 0; }
+  bool any() const {
+    return data_size >= 16 || const_params != 0 || lists.inputs != 0 || source_offset != 0 || struct_words != 0;
+  }
   // Whether the 8-byte word at `offset` of the parameters is an input word.
   bool holds(uint32_t offset) const;
 };

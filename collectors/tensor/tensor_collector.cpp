@@ -420,7 +420,7 @@ bool probeLaunch(const KernelLaunch& launch) {
   const LibraryOperands& operands = libraryOperands();
   if (sel.capture.captured && scan.pointer_count < limits.max_pointers &&
       (operands.depth != 0 || k->data_array != 0 || k->const_params != 0 || k->list_inputs != 0 ||
-       k->reduce_source != 0 || k->legacy_tensors >= 2)) {
+       k->reduce_source != 0 || k->attention_inputs != 0 || k->legacy_tensors >= 2)) {
     InputWords words;
     if (launch.params != nullptr && k->param_count != 0) {
       if (k->data_array != 0) {
@@ -443,6 +443,15 @@ bool probeLaunch(const KernelLaunch& launch) {
         if (static_cast<uint64_t>(at) + size <= params_bytes &&
             reduceTailValid(static_cast<const uint8_t*>(sc->params) + at, size))
           words.source_offset = at + k->reduce_source;
+      }
+      if (k->attention_inputs != 0) {
+        const uint32_t at = words.offsets[0], size = kernels().layoutSizes()[k->layout_first];
+        const AttentionInputs attention{k->attention_inputs, k->attention_output};
+        if (static_cast<uint64_t>(at) + size <= params_bytes &&
+            attentionLayoutValid(static_cast<const uint8_t*>(sc->params) + at, size, attention)) {
+          words.struct_offset = at;
+          words.struct_words = k->attention_inputs;
+        }
       }
     }
     markKnownInputs(scan.ranges, scan.range_count, scan.pointers, scan.pointer_count,

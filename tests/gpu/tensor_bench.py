@@ -4,6 +4,10 @@ without the agent, with the agent and tensor probes off, and with
 TCGD_TENSOR=fingerprint (every kernel), in interleaved rounds of one call,
 and reports the ratios.
 
+TCGD_BENCH_AUTOCAST=bf16: the step's forward runs under torch.autocast with
+bfloat16 (weights and optimizer stay float32), as mixed-precision jobs run;
+unset, everything is float32.
+
 TCGD_BENCH_TRACE=PATH: after the timed replays, five more run under
 torch.profiler and their kernels' device timeline goes to PATH as a chrome
 trace (kernel_timeline.py reads it: where a replay's time goes)."""
@@ -26,11 +30,16 @@ opt = torch.optim.Adam(model.parameters(), lr=1e-4, capturable=True)
 tokens = torch.randint(0, vocab, (batch, seq), device="cuda")
 targets = torch.randint(0, vocab, (batch, seq), device="cuda")
 loss_fn = torch.nn.CrossEntropyLoss()
+autocast = os.environ.get("TCGD_BENCH_AUTOCAST", "")
+if autocast not in ("", "bf16"):
+    sys.exit(f"tensor_bench.py: TCGD_BENCH_AUTOCAST={autocast!r}: expected bf16 or nothing")
 
 
 def step():
     opt.zero_grad(set_to_none=True)
-    loss = loss_fn(model(tokens).flatten(0, 1), targets.flatten())
+    # The cast cache off: casts made inside a graph capture must be replayed.
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast == "bf16", cache_enabled=False):
+        loss = loss_fn(model(tokens).flatten(0, 1), targets.flatten())
     loss.backward()
     opt.step()
     return loss
@@ -72,4 +81,4 @@ for _ in range(eager_steps):
 torch.cuda.synchronize()
 eager_s = (time.perf_counter() - t0) / max(1, eager_steps)
 print("BENCH " + json.dumps({"graph_step_s": graph_s, "eager_step_s": eager_s, "replays": replays,
-                             "loss": float(static_loss)}), flush=True)
+                             "loss": float(static_loss), "autocast": autocast or "off"}), flush=True)

@@ -446,6 +446,84 @@ TEST(MarkKnownInputs, AReductionsSourceWordOnly) {
   EXPECT_EQ(l.known(nullptr, words), (std::vector<bool>{false, false, false}));
 }
 
+// ATen's memory-efficient attention kernels as torch 2.11 names them.
+constexpr const char* kAttentionForward =
+    "_Z39fmha_cutlassF_f32_aligned_64x64_rf_sm80N22PyTorchMemEffAttention15AttentionKernelIfN7cutlass4arch4Sm80ELb1"
+    "ELi64ELi64ELi64ELb1ELb1EE6ParamsE";
+constexpr const char* kAttentionBackward =
+    "fmha_cutlassB_f32_aligned_64x64_k32_sm80(PyTorchMemEffAttention::AttentionBackwardKernel<cutlass::arch::Sm80, "
+    "float, true, false, false, 64, 64, 32, false>::Params)";
+
+TEST(AttentionInputs, TheParamsStructStartsWithItsInputs) {
+  AttentionInputs a = attentionInputs(demangle(kAttentionForward), 1, 400);
+  EXPECT_EQ(a.words, 0x7fu);  // query, key, value, attn_bias, seqstart_q, seqstart_k, seqlen_k
+  EXPECT_EQ(a.first_output, 8u);
+  a = attentionInputs(kAttentionBackward, 1, 600);
+  EXPECT_EQ(a.words, 0x37fu);  // ... logsumexp, output, grad_output; not delta; cu_seqlens_q, cu_seqlens_k
+  EXPECT_EQ(a.first_output, 10u);
+  // Not the one Params parameter of PyTorch's kernels.
+  EXPECT_EQ(attentionInputs(kAttentionBackward, 2, 600).words, 0u);
+  EXPECT_EQ(attentionInputs(kAttentionBackward, 1, 64).words, 0u);
+  EXPECT_EQ(attentionInputs("fmha_cutlassF_f32(Other::AttentionKernel<float>::Params)", 1, 400).words, 0u);
+  EXPECT_EQ(attentionInputs("fmha_cutlassF_f32(PyTorchMemEffAttention::OtherKernel<float>::Params)", 1, 400).words, 0u);
+  EXPECT_EQ(attentionInputs("fmha_other(PyTorchMemEffAttention::AttentionKernel<float>::Params)", 1, 400).words, 0u);
+  EXPECT_EQ(attentionInputs(kSumKernel, 1, 664).words, 0u);
+}
+
+std::vector<uint8_t> attentionParams(std::initializer_list<uint64_t> words) {
+  std::vector<uint8_t> p(400, 0);
+  size_t i = 0;
+  for (uint64_t w : words) std::memcpy(p.data() + 8 * i++, &w, 8);
+  return p;
+}
+
+TEST(AttentionInputs, ALaunchsStructMustHaveItsTensorsAndAnOutputApart) {
+  const AttentionInputs fwd{0x7f, 8};
+  EXPECT_TRUE(attentionLayoutValid(attentionParams({0x1000, 0x2000, 0x3000, 0, 0, 0, 0, 7, 0x9000}).data(), 400, fwd));
+  EXPECT_FALSE(attentionLayoutValid(attentionParams({0x1000, 0x2000, 0x3000, 0, 0, 0, 0, 7, 0}).data(), 400, fwd));
+  EXPECT_FALSE(attentionLayoutValid(attentionParams({0x1000, 0, 0x3000, 0, 0, 0, 0, 7, 0x9000}).data(), 400, fwd));
+  EXPECT_FALSE(attentionLayoutValid(attentionParams({0x1000, 0x2000, 0x9000, 0, 0, 0, 0, 7, 0x9000}).data(), 400, fwd));
+  EXPECT_FALSE(attentionLayoutValid(nullptr, 400, fwd));
+  EXPECT_FALSE(attentionLayoutValid(attentionParams({0x1000, 0x2000, 0x3000, 0, 0, 0, 0, 7, 0x9000}).data(), 64, fwd));
+  const AttentionInputs bwd{0x37f, 10};
+  const std::vector<uint8_t> b =
+      attentionParams({0x1000, 0x2000, 0x3000, 0, 0x4000, 0x5000, 0x6000, 0x7000, 0, 0, 0xa000, 0xb000, 0xc000});
+  EXPECT_TRUE(attentionLayoutValid(b.data(), 400, bwd));
+  // delta (word 7) may be written: the same address as an output is fine.
+  EXPECT_TRUE(attentionLayoutValid(
+      attentionParams({0x1000, 0x2000, 0x3000, 0, 0x4000, 0x5000, 0x6000, 0xa000, 0, 0, 0xa000}).data(), 400, bwd));
+  EXPECT_FALSE(attentionLayoutValid(
+      attentionParams({0x1000, 0x2000, 0x3000, 0, 0x4000, 0xa000, 0x6000, 0x7000, 0, 0, 0xa000}).data(), 400, bwd));
+}
+
+TEST(MarkKnownInputs, AnAttentionKernelsLeadingWordsOnly) {
+  // The backward's struct as parameter 0 at offset 0: query, key, value
+  // (slices of one projection), logsumexp, output, grad_output are read;
+  // delta and the gradients written.
+  InputWords words;
+  words.struct_offset = 0;
+  words.struct_words = 0x37f;
+  Launch l;
+  l.range(0x10000, 3 * 4096, 0);        // query: the projection from its start
+  l.range(0x11000, 2 * 4096, 8);        // key
+  l.range(0x12000, 4096, 16);           // value
+  l.range(0x20000, 256, 32);            // logsumexp
+  l.range(0x30000, 4096, 40);           // output
+  l.range(0x40000, 4096, 48);           // grad_output
+  l.range(0x50000, 256, 56);            // delta
+  l.range(0x60000, 3 * 4096, 80);       // grad_query
+  l.range(0x61000, 2 * 4096, 88);       // grad_key
+  l.range(0x62000, 4096, 96);           // grad_value
+  EXPECT_EQ(l.known(nullptr, words),
+            (std::vector<bool>{true, true, true, true, true, true, false, false, false, false}));
+  // The struct taken two words later: query and key are no input words, and
+  // value, inside query's range, is not one either; the gradients taken for
+  // the sequence tables overlap grad_value's range.
+  words.struct_offset = 16;
+  EXPECT_EQ(l.known(nullptr, words),
+            (std::vector<bool>{false, false, false, true, true, true, true, false, false, false}));
+}
+
 // ATen's legacy elementwise kernels as torch 2.11 names them (from an H100's
 // bundle): x / y on strided float tensors, a strided float copy, and the
 // casting form.
