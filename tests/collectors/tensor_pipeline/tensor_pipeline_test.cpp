@@ -996,10 +996,10 @@ TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameByt
     ASSERT_TRUE(b.has_trailer);
     std::vector<const bundle::TensorSite*> eager, captured;
     for (const auto& site : b.sites) (site.capture() > 0 ? captured : eager).push_back(&site);
-    ASSERT_EQ(eager.size(), 9u);
-    ASSERT_EQ(captured.size(), 9u);
+    ASSERT_EQ(eager.size(), 10u);
+    ASSERT_EQ(captured.size(), 10u);
     const uint64_t a = run.values.at("a"), bb = run.values.at("b"), c = run.values.at("c"), d = run.values.at("d"),
-                   e = run.values.at("e"), f = run.values.at("f"), g = run.values.at("g");
+                   e = run.values.at("e"), f = run.values.at("f"), g = run.values.at("g"), h = run.values.at("h");
     // The range of `site` starting at `ptr`.
     const auto range = [](const bundle::TensorSite* site, uint64_t ptr) -> const bundle::TensorRange* {
       for (const auto& r : site->ranges())
@@ -1030,7 +1030,9 @@ TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameByt
     const Want wants[] = {{0, a, -1}, {1, c, -1}, {1, a, 0},  {1, bb, -1}, {2, c, 1},  {2, bb, 1},
                           {2, d, -1}, {3, bb, -1}, {4, c, -1}, {4, bb, 3},  {4, a, -1},
                           {5, c, 4},  {5, e, -1}, {6, c, 4},  {6, e, -1}, {7, c, 4}, {7, f, -1},
-                          {8, c, 4},  {8, bb, 3}, {8, g, -1}};
+                          {8, c, 4},  {8, bb, 3}, {8, g, -1}, {9, c, 4},  {9, bb, 3}, {9, h, -1}};
+    // The attention's query and value are one range.
+    EXPECT_EQ(captured[9]->ranges().size(), 3u);
     for (const Want& w : wants) {
       SCOPED_TRACE("captured site " + std::to_string(w.site) + " ptr " + std::to_string(w.ptr));
       const bundle::TensorRange* r = range(captured[w.site], w.ptr);
@@ -1058,7 +1060,7 @@ TEST_F(TensorPipeline, CapturedKnownInputsReuseTheEarlierFingerprintOfTheSameByt
     ASSERT_FALSE(b.counters.empty());
     const auto& counted = b.counters.back().skipped();
     const auto counter = [&](const char* name) { return counted.count(name) ? counted.at(name) : 0u; };
-    EXPECT_EQ(counter("ranges_reused"), reuse ? 9u : 0u);
+    EXPECT_EQ(counter("ranges_reused"), reuse ? 11u : 0u);
     EXPECT_EQ(counter("overlap_failed"), 0u);
     // Known inputs are no writes whether reused or not: b *= 3 waits for the
     // newest pending node that reads b (step 1's with reuse, the GEMM's

@@ -396,6 +396,36 @@ void legacyDivBody(void* const* params, const uint32_t*, const uint32_t*, void*)
   for (int i = 0; i < n; ++i) out[i] = x[i] / y[i];
 }
 
+// ATen's memory-efficient attention forward (torch 2.11's name), its one
+// Params struct starting as ATen's does (known_inputs.h): query, key,
+// value, attn_bias, three sequence tables, causal_diagonal_offset, output.
+// Here it computes output = query + key + value elementwise.
+constexpr const char* kAtenAttention =
+    "_Z39fmha_cutlassF_f32_aligned_64x64_rf_sm80N22PyTorchMemEffAttention15AttentionKernelIfN7cutlass4arch4Sm80ELb1"
+    "ELi64ELi64ELi64ELb1ELb1EE6ParamsE";
+struct FakeAttentionParams {
+  const float* query;
+  const float* key;
+  const float* value;
+  const float* attn_bias;
+  const int32_t* seqstart_q;
+  const int32_t* seqstart_k;
+  const int32_t* seqlen_k;
+  uint32_t causal_diagonal_offset;
+  float* output;
+  float* output_accum;
+  float* logsumexp;
+  int32_t window_size;
+  float scale;
+  int32_t elements;
+  char rest[156];
+};
+static_assert(sizeof(FakeAttentionParams) == 256 && offsetof(FakeAttentionParams, output) == 64);
+void attentionBody(void* const* params, const uint32_t*, const uint32_t*, void*) {
+  const auto* p = static_cast<const FakeAttentionParams*>(params[0]);
+  for (int32_t i = 0; i < p->elements; ++i) p->output[i] = p->query[i] + p->key[i] + p->value[i];
+}
+
 struct FakeGemm {  // fake_cublas.cpp's handle
   CUfunction kernel;
   CUstream stream;
@@ -418,10 +448,14 @@ struct FakeGemm {  // fake_cublas.cpp's handle
 //   7 f = sum(c) (ATen's reduction) c reuses 4's, f is fingerprinted
 //   8 g = c / b (ATen's legacy      c reuses 4's, b reuses 3's, g is fingerprinted;
 //     elementwise kernel)          a, a stale word of its offset calculator, is no range
-// The same nine eagerly first (nothing reused there). Three replays.
+//   9 h = attention(c, b, c)       c (query and value) reuses 4's, b (key) 3's,
+//     (ATen's memory-efficient     h is fingerprinted
+//     attention)
+// The same ten eagerly first (nothing reused there). Three replays.
 int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint32_t elements) {
   CUresult r;
-  CUdeviceptr c = 0, d = 0, e = 0, f = 0, g = 0;
+  CUdeviceptr c = 0, d = 0, e = 0, f = 0, g = 0, h = 0;
+  if ((r = cuMemAlloc_v2(&h, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc h", r);
   if ((r = cuMemAlloc_v2(&c, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc c", r);
   if ((r = cuMemAlloc_v2(&f, 256)) != CUDA_SUCCESS) return fail("cuMemAlloc f", r);
   if ((r = cuMemAlloc_v2(&g, elements * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc g", r);
@@ -440,6 +474,10 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   auto* legacy_div =
       static_cast<CUfunction>(fake_cuda_make_kernel_params(kAtenLegacyDiv, 2, 2, legacy_offsets, legacy_sizes));
   fake_cuda_set_kernel_body(legacy_div, legacyDivBody, nullptr);
+  const uint32_t attention_offsets[] = {0}, attention_sizes[] = {sizeof(FakeAttentionParams)};
+  auto* attention = static_cast<CUfunction>(
+      fake_cuda_make_kernel_params(kAtenAttention, 2, 1, attention_offsets, attention_sizes));
+  fake_cuda_set_kernel_body(attention, attentionBody, nullptr);
   const uint32_t add_offsets[] = {0, 4, 8}, add_sizes[] = {4, 1, 24};
   auto* add = static_cast<CUfunction>(fake_cuda_make_kernel_params(kAtenAdd, 2, 3, add_offsets, add_sizes));
   fake_cuda_set_kernel_body(add, addBody, nullptr);
@@ -492,6 +530,13 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   div_cb.data[1] = reinterpret_cast<const char*>(c);
   div_cb.data[2] = reinterpret_cast<const char*>(b);
   void* div_gcb[] = {&n, &div_cb};
+  FakeAttentionParams attention_cbc{};
+  attention_cbc.query = reinterpret_cast<const float*>(c);
+  attention_cbc.key = reinterpret_cast<const float*>(b);
+  attention_cbc.value = reinterpret_cast<const float*>(c);
+  attention_cbc.output = reinterpret_cast<float*>(h);
+  attention_cbc.elements = n;
+  void* attention_h[] = {&attention_cbc};
   const uint32_t blocks = elements / 256;
   const auto work = [&]() -> int {
     if ((r = cuLaunchKernel(scale, blocks, 1, 1, 256, 1, 1, 0, s, a2, nullptr)) != CUDA_SUCCESS) return fail("a *= 2", r);
@@ -510,6 +555,8 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
     if ((r = cuLaunchKernel(sum, 1, 1, 1, 256, 1, 1, 0, s, sum_cf, nullptr)) != CUDA_SUCCESS) return fail("f = sum(c)", r);
     if ((r = cuLaunchKernel(legacy_div, blocks, 1, 1, 128, 1, 1, 0, s, div_gcb, nullptr)) != CUDA_SUCCESS)
       return fail("g = c / b", r);
+    if ((r = cuLaunchKernel(attention, blocks, 1, 1, 128, 1, 1, 0, s, attention_h, nullptr)) != CUDA_SUCCESS)
+      return fail("h = attention(c, b, c)", r);
     return 0;
   };
   if (const int failed = work()) return failed;
@@ -529,6 +576,7 @@ int reuseProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uin
   value("e", e);
   value("f", f);
   value("g", g);
+  value("h", h);
   value("replays", kReplays);
   std::fflush(stdout);
   return 0;
