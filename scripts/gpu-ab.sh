@@ -11,9 +11,12 @@
 # 16 MiB) and summary.txt; the runs' own folders stay in a work folder
 # (GPU_AB_WORK, default a new one under /tmp).
 #
-#   scripts/gpu-ab.sh [--rounds N] [--check] [--rules NAME=RULES...] [--only CASE...] NAME=-DOPTION=VALUE[,...] ...
+#   scripts/gpu-ab.sh [--rounds N] [--check] [--trace] [--rules NAME=RULES...] [--only CASE...] NAME=-DOPTION=VALUE[,...] ...
 #     --rounds N   benchmark rounds (default 2)
 #     --check      fingerprint_gpu_check --no-measure on this tree and every variant first
+#     --trace      every configuration's training step also writes its replays' kernel
+#                  timeline (tensor_bench.py TCGD_BENCH_TRACE), and the summary gets
+#                  kernel_timeline.py's line for each: job only, both, tcgd only, idle
 #     --rules ...  more configurations of this tree's agent, each NAME=TCGD_TENSOR value
 #                  (run_gate.py --tensor-rules), e.g. d4=fingerprint:overlap-depth=4;
 #                  NAME@VARIANT=RULES runs a variant's agent under those rules
@@ -27,15 +30,16 @@ mkdir -p "$out"
 work=${GPU_AB_WORK:-$(mktemp -d /tmp/gpu-ab.XXXXXX)}
 mkdir -p "$work"
 exec > >(tee "$out/summary.txt") 2>&1
-rounds=2 check=0 only=() variants=() extra_rules=()
+rounds=2 check=0 trace=0 only=() variants=() extra_rules=()
 while (( $# )); do
   case $1 in
     --rounds) rounds=${2:?--rounds takes a number}; shift 2 ;;
     --check) check=1; shift ;;
+    --trace) trace=1; shift ;;
     --only) shift; while (( $# )) && [[ $1 != --* && $1 != *=* ]]; do only+=("$1"); shift; done ;;
     --rules) shift; while (( $# )) && [[ $1 != --* && $1 != *=-D* && $1 == *=* ]]; do extra_rules+=("$1"); shift; done ;;
     *=-D*) variants+=("$1"); shift ;;
-    *) echo "gpu-ab.sh: $1: expected --rounds N, --check, --rules NAME=RULES..., --only CASE... or" \
+    *) echo "gpu-ab.sh: $1: expected --rounds N, --check, --trace, --rules NAME=RULES..., --only CASE... or" \
             "NAME=-DOPTION=VALUE[,...]" >&2; exit 2 ;;
   esac
 done
@@ -109,8 +113,14 @@ for v in "${variants[@]}"; do
   rules+=("$name=fingerprint")
   envs+=("$name=LD_PRELOAD=$PWD/build-ab-$name/lib/libtcgd.so")
 done
+configs=(none tensor-off fingerprint)
+for r in "${rules[@]}"; do configs+=("${r%%=*}"); done
+if (( trace )); then
+  for c in "${configs[@]}"; do envs+=("$c=TCGD_BENCH_TRACE=$work/trace-$c.json"); done
+fi
 args=(--build ../../build-gpu --out "$work/bench" --benches tensor --bench-rounds "$rounds" --only none-such)
-(( ${#rules[@]} )) && args+=(--tensor-rules "${rules[@]}" --tensor-env "${envs[@]}")
+(( ${#rules[@]} )) && args+=(--tensor-rules "${rules[@]}")
+(( ${#envs[@]} )) && args+=(--tensor-env "${envs[@]}")
 (cd tests/gpu && python3 run_gate.py "${args[@]}") >"$out/bench.log" 2>&1
 grep -E "^bench tensor|^SKIP" "$out/bench.log"
 # How the training step's fingerprint launches spread over the device, by
@@ -124,6 +134,12 @@ if [[ -d "$work/bench/tensor-bench/fingerprint" ]]; then
      --chunks 16:64,14:256) >"$out/ranges.txt" 2>&1
   grep -A2 "captured sites fingerprinted" "$out/ranges.txt" | tail -6
   grep -h "read again within" "$out/ranges.txt" | head -3
+fi
+if (( trace )); then
+  for c in "${configs[@]}"; do
+    [[ -f $work/trace-$c.json ]] || { echo "timeline $c: no trace"; continue; }
+    echo "timeline $c: $(cd tests/gpu && python3 kernel_timeline.py "$work/trace-$c.json" --replays 5 2>&1 | head -1)"
+  done
 fi
 if (( ${#only[@]} )); then
   (cd tests/gpu && python3 run_gate.py --build ../../build-gpu --out "$work/cases" --no-bench --only "${only[@]}") \
