@@ -103,7 +103,7 @@ bool deviceReady(const CaptureFacts& capture);
 uint64_t partialTag(uint32_t ordinal);
 bool addPublishNode(uint64_t graph, uint32_t ordinal, uint32_t first, uint32_t end);
 
-// priority=on (capture_overlap.h, "Priorities"): every kernel node of `graph`
+// priority=on (docs/tensor.md, "Priorities"): every kernel node of `graph`
 // that is not tcgd's goes one priority step above its own (clamped at the
 // device's greatest), and tcgd's go to the device's least, so that where
 // both are ready the job's blocks are dispatched first. Returns the job's

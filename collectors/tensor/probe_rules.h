@@ -171,7 +171,7 @@ struct ProbeRule {
   // fingerprint nodes at the device's least (on; the graph must be
   // instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY, as
   // PyTorch's are): the fingerprints then take the SMs the job leaves free
-  // instead of sharing them (capture_overlap.h, "Priorities").
+  // instead of sharing them (docs/tensor.md, "Priorities").
   bool priority = false;
   // publish=replay|node: whether a captured fingerprint node leaves each
   // chunk's partial in device memory for one publish node at the end of the

@@ -651,7 +651,7 @@ int captureEnded(CUstream stream, uint64_t graph, CUresult result) {
     }
   }
   // priority=on: the job's kernel nodes above tcgd's, the publish node
-  // included (capture_overlap.h, "Priorities").
+  // included (docs/tensor.md, "Priorities").
   if (result == CUDA_SUCCESS && (flags & CaptureTable::kLowerProbes) != 0) {
     const int raised = lowerProbeNodes(graph);
     if (raised >= 0) {
