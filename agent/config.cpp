@@ -222,6 +222,8 @@ constexpr ScriptVariable kScriptVariables[] = {
     {"TCGD_DIRECT", "tests/torch/run_gpu_bridge_check.sh: 1 builds the check with plain g++"},
     {"TCGD_TEST_KEEP", "the agent's integration tests: keep their temporary directories"},
     {"TCGD_LIBRARY", "the tcgd Python module: the libtcgd.so to call when it is not preloaded"},
+    {"TCGD_BENCH_TRACE", "tests/gpu/tensor_bench.py, scripts/gpu-ab.sh --trace: where the replays' kernel timeline goes"},
+    {"TCGD_BENCH_AUTOCAST", "tests/gpu/tensor_bench.py: bf16 runs the benchmark's forward under autocast"},
 };
 
 int findKey(std::string_view name) {
