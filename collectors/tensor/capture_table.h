@@ -30,7 +30,7 @@ class CaptureTable {
     std::atomic<uint32_t>* flags = nullptr;
   };
   // A site probed under priority=on: the capture's end raises the job's
-  // kernel nodes above tcgd's (site_probe.h, lowerProbeNodes).
+  // kernel nodes above tcgd's (collector_state.h, lowerProbeNodes).
   static constexpr uint32_t kLowerProbes = 1;
 
   constexpr CaptureTable() = default;

@@ -298,7 +298,7 @@ bool attentionLayoutValid(const uint8_t* param, uint32_t param_size, const Atten
   };
   const uint64_t output = word(inputs.first_output);
   if (output == 0 || word(0) == 0 || word(1) == 0 || word(2) == 0) return false;
-  for (uint32_t i = 0; i < 16; ++i)
+  for (uint32_t i = 0; i < 16 && (i + 1) * 8 <= param_size; ++i)
     if ((inputs.words >> i & 1u) != 0 && word(i) == output) return false;
   return true;
 }

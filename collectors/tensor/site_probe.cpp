@@ -408,12 +408,11 @@ int lowerProbeNodes(uint64_t graph_value) {
   // Capture end is not a hot path; malloc, as addPublishNode, not throwing.
   auto* nodes = static_cast<CUgraphNode*>(std::malloc(count * sizeof(CUgraphNode)));
   if (nodes == nullptr) return -1;
-  const int raised = setPriorities(d, dev, nodes, d.graph_get_nodes(graph, nodes, &count) == CUDA_SUCCESS ? count : 0,
-                                   least, greatest);
+  const int raised =
+      d.graph_get_nodes(graph, nodes, &count) == CUDA_SUCCESS ? setPriorities(d, dev, nodes, count, least, greatest) : -1;
   std::free(nodes);
   return raised;
 }
-
 
 namespace {
 // The observation ring, as every fingerprint launch writes it.
