@@ -10,7 +10,8 @@ tcgd_publish). Prints, per replay:
             (a join) or has nothing left to run
   idle      time when no kernel runs (launch and dependency latency)
 
-and tcgd's kernels' own summed durations. Without the agent the trace has no
+and the job's and tcgd's kernels' own summed durations (the job's grows when
+the two share the device: its kernels run slower beside fingerprints). Without the agent the trace has no
 tcgd kernels: the job's own span and idle time, the room fingerprints could
 fill.
 
@@ -69,6 +70,7 @@ def summarize(kernels, replays=1):
     result = {k: v / replays for k, v in totals.items()}
     result["span"] = span / replays
     result["tcgd_kernel_time"] = sum(e - s for n, s, e in kernels if is_ours(n)) / replays
+    result["job_kernel_time"] = sum(e - s for n, s, e in kernels if not is_ours(n)) / replays
     result["tcgd_kernels"] = sum(1 for n, _, _ in kernels if is_ours(n)) / replays
     result["job_kernels"] = sum(1 for n, _, _ in kernels if not is_ours(n)) / replays
     return result
@@ -77,8 +79,8 @@ def summarize(kernels, replays=1):
 def render(s):
     return (f"span {s['span']:.1f} us: job only {s['job_only']:.1f}, both {s['both']:.1f}, "
             f"tcgd only {s['tcgd_only']:.1f}, idle {s['idle']:.1f}; "
-            f"{s['job_kernels']:.0f} job kernels, {s['tcgd_kernels']:.0f} tcgd kernels "
-            f"({s['tcgd_kernel_time']:.1f} us summed)")
+            f"{s['job_kernels']:.0f} job kernels ({s['job_kernel_time']:.1f} us summed), "
+            f"{s['tcgd_kernels']:.0f} tcgd kernels ({s['tcgd_kernel_time']:.1f} us summed)")
 
 
 def self_test():
@@ -87,7 +89,7 @@ def self_test():
     k = [("gemm", 0, 10), ("tcgd_fingerprint", 8, 14), ("elementwise", 12, 20), ("tcgd_publish", 22, 23)]
     s = summarize(k)
     want = {"span": 23, "job_only": 14, "both": 4, "tcgd_only": 3, "idle": 2, "tcgd_kernel_time": 7,
-            "tcgd_kernels": 2, "job_kernels": 2}
+            "job_kernel_time": 18, "tcgd_kernels": 2, "job_kernels": 2}
     for key, v in want.items():
         assert abs(s[key] - v) < 1e-9, (key, s[key], v)
     assert abs(s["job_only"] + s["both"] + s["tcgd_only"] + s["idle"] - s["span"]) < 1e-9
