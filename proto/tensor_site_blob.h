@@ -62,8 +62,16 @@ struct SiteBlobHeader {
   uint32_t copy_kind;
   uint32_t shape_bytes;    // bytes of the SiteBlobShape section (0: none)
   uint32_t reuse_count;    // SiteBlobReuse entries after it
-  uint32_t reserved;
+  // TensorSite.waits in the low 8 bits; the site minus TensorSite.waited_site
+  // above them (0: none; kWaitedFar: further back than the field holds).
+  uint32_t waits;
 };
+inline constexpr uint32_t kSiteWaitsBits = 0xff;
+inline constexpr uint32_t kWaitedFar = 0xffffff;
+inline constexpr uint32_t siteWaits(uint32_t flags, uint64_t site, uint64_t waited_site) {
+  const uint64_t delta = waited_site == 0 || waited_site >= site ? 0 : site - waited_site;
+  return (flags & kSiteWaitsBits) | static_cast<uint32_t>(delta < kWaitedFar ? delta : kWaitedFar) << 8;
+}
 static_assert(sizeof(SiteBlobHeader) == 152);
 
 struct SiteBlobRange {

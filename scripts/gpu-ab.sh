@@ -135,6 +135,16 @@ if [[ -d "$work/bench/tensor-bench/fingerprint" ]]; then
   grep -A2 "captured sites fingerprinted" "$out/ranges.txt" | tail -6
   grep -h "read again within" "$out/ranges.txt" | head -3
 fi
+# Which joins the job waits for, and why (range_bytes.py --joins), in each
+# configuration's bundles with captured sites (the training step's).
+for d in "$work"/bench/tensor-bench/*/; do
+  c=$(basename "$d")
+  [[ $c == none || $c == tensor-off ]] && continue
+  (cd tests/gpu && python3 range_bytes.py "$d" --joins --top 8) 2>&1 |
+    awk -v c="$c" '/waits:/ {sub(/^.*captured sites/, "captured sites"); print "joins " c ": " $0; next}
+                   /waits for/ {print "joins " c ":" $0}' | head -9 >>"$out/ranges.txt"
+done
+grep -h "^joins" "$out/ranges.txt" | head -40
 if (( trace )); then
   for c in "${configs[@]}"; do
     [[ -f $work/trace-$c.json ]] || { echo "timeline $c: no trace"; continue; }

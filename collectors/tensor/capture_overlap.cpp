@@ -234,6 +234,7 @@ void pushBatch(PendingStream& e, CUstream stream, DepthJoin how, const OverlapPl
   f = b.reads;
   f.node = node;
   f.prior = nullptr;
+  f.site = b.first_site;
 }
 
 // Makes the stream's batch one node (nothing when it is empty).
@@ -344,6 +345,8 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
   PendingStream* pending = find(table, stream, capture_id);
   uint64_t id = 0;
   plan->prior = nullptr;
+  plan->waits = 0;
+  plan->waited_site = 0;
   if (!captureState(stream, &id, &plan->graph, plan->deps, OverlapPlan::kMaxDeps, &plan->dep_count) ||
       id != capture_id || plan->dep_count == 0) {
     // Left on the stream; the pending fingerprints join this work first.
@@ -378,7 +381,17 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
     }
     count(kOverlapJoins);
     count(work.complete ? kJoinsWritten : kJoinsUnseen);
-    if ((waited >> (pending->count - 1) & 1u) != 0) count(kJoinsNewest);
+    plan->waits = work.complete ? kWaitsWritten : kWaitsUnseen;
+    for (uint32_t i = pending->count; i > 0; --i) {
+      if ((waited >> (i - 1) & 1u) != 0) {
+        plan->waited_site = pending->at(i - 1).site;
+        break;
+      }
+    }
+    if ((waited >> (pending->count - 1) & 1u) != 0) {
+      count(kJoinsNewest);
+      plan->waits |= kWaitsNewest;
+    }
     dropNodes(*pending, waited);
   }
   if (!chain) return true;
@@ -395,9 +408,9 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
   return true;
 }
 
-void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const OverlapPlan& plan,
-                bool launched, const proto::SiteBlobRange* reads, uint32_t read_count,
-                bool reads_workspaces, uint32_t depth) {
+uint32_t overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const OverlapPlan& plan,
+                    bool launched, uint64_t site, const proto::SiteBlobRange* reads, uint32_t read_count,
+                    bool reads_workspaces, uint32_t depth) {
   depth = std::clamp(depth, 1u, PendingStream::kMaxDepth);
   if (!launched) {
     // Nothing was captured: the stream's dependencies go back to the work's
@@ -409,7 +422,7 @@ void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const
       dropEntry(table, find(table, stream, capture_id), stream);
       count(kOverlapFailed);
     }
-    return;
+    return 0;
   }
   uint64_t id = 0;
   CUgraph graph = nullptr;
@@ -419,19 +432,21 @@ void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const
     // Left as it is: on the stream, after every pending node.
     dropEntry(table, find(table, stream, capture_id), stream);
     count(kOverlapFailed);
-    return;
+    return 0;
   }
   CUgraphNode restore[OverlapPlan::kMaxDeps + 1];
   std::copy(plan.deps, plan.deps + plan.dep_count, restore);
   uint32_t restore_count = plan.dep_count;
   PendingStream* e = findOrTake(table, stream, capture_id);
-  if (e == nullptr) return;  // no room to follow it: it stays on the stream (the plain order)
+  if (e == nullptr) return 0;  // no room to follow it: it stays on the stream (the plain order)
+  uint32_t waits = 0;
   if (e->count >= depth) {
     // One more than the depth: the next work waits for the oldest.
     restore[restore_count++] = e->at(0).node;
     dropOldest(*e, 1);
     count(kOverlapJoins);
     count(kJoinsDepth);
+    waits = kWaitsDepth;
   }
   if (!updateDeps(stream, restore, restore_count, CU_STREAM_SET_CAPTURE_DEPENDENCIES)) {
     // Whatever the failed call left, the fingerprint stays on the stream,
@@ -439,17 +454,19 @@ void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const
     (void)updateDeps(stream, after, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
     dropEntry(table, e, stream);
     count(kOverlapFailed);
-    return;
+    return 0;
   }
   PendingFingerprint& f = e->nodes[(e->first + e->count) % PendingStream::kSlots];
   ++e->count;
   f.node = after[0];
   f.prior = plan.prior;
+  f.site = site;
   f.any = read_count > PendingFingerprint::kMaxRanges;
   f.reads_workspaces = reads_workspaces;
   f.range_count = f.any ? 0 : read_count;
   for (uint32_t i = 0; i < f.range_count; ++i) f.ranges[i] = Span{reads[i].ptr, reads[i].ptr + reads[i].bytes};
   count(kOverlapNodes);
+  return waits;
 }
 
 void overlapJoin(PendingTable& table, CUstream stream) { joinAll(table, find(table, stream, 0), stream); }

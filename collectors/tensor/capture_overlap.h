@@ -104,6 +104,7 @@ struct PendingFingerprint {
   static constexpr uint32_t kMaxRanges = 64;
   CUgraphNode node = nullptr;  // the site's last fingerprint launch
   CUgraphNode prior = nullptr;  // the node it waits for (chain=on), or nullptr
+  uint64_t site = 0;  // its site (a batch node's first), for TensorSite.waited_site
   bool any = false;  // its ranges are too many to keep: any work waits for it
   bool reads_workspaces = false;  // its rule said workspaces=on
   uint32_t range_count = 0;
@@ -202,7 +203,16 @@ struct OverlapPlan {
   CUgraphNode deps[kMaxDeps] = {};  // the stream's dependencies before the fingerprint
   uint32_t dep_count = 0;
   CUgraphNode prior = nullptr;  // the newest pending fingerprint, which the new one depends on
+  // What the work waits for (TensorSite.waits, proto/tensor_site_blob.h:
+  // kWaits*), and the newest site whose node it waits for (0: none).
+  uint32_t waits = 0;
+  uint64_t waited_site = 0;
 };
+// OverlapPlan::waits and overlapEnd's result: TensorSite.waits's bits.
+inline constexpr uint32_t kWaitsWritten = 1;
+inline constexpr uint32_t kWaitsUnseen = 2;
+inline constexpr uint32_t kWaitsNewest = 4;
+inline constexpr uint32_t kWaitsDepth = 8;
 // `chain`: the new fingerprint comes after the stream's newest pending one
 // (they share the stream's scratch region); false: it depends on the work
 // alone, and fingerprints of one stream run side by side (each writes its
@@ -211,12 +221,13 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
                   OverlapPlan* plan);
 
 // After them: sets the stream's dependencies back and keeps the new node
-// pending with the ranges it reads (`reads`, `read_count`: ptr and bytes of
-// each), at most `depth` nodes of the stream pending (1 to kMaxDepth).
-// `launched`: at least one fingerprint launch was captured.
-void overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const OverlapPlan& plan,
-                bool launched, const proto::SiteBlobRange* reads, uint32_t read_count,
-                bool reads_workspaces, uint32_t depth);
+// (of site `site`) pending with the ranges it reads (`reads`, `read_count`:
+// ptr and bytes of each), at most `depth` nodes of the stream pending (1 to
+// kMaxDepth). `launched`: at least one fingerprint launch was captured.
+// kWaitsDepth when the next work waits for the oldest pending node, else 0.
+uint32_t overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const OverlapPlan& plan,
+                    bool launched, uint64_t site, const proto::SiteBlobRange* reads, uint32_t read_count,
+                    bool reads_workspaces, uint32_t depth);
 
 // A captured site's ranges (`ranges`, `range_count` of them, laid out as
 // for a launch of their own) into the stream's batch instead of a launch

@@ -674,9 +674,10 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
       launched = true;
     }
   }
+  uint32_t waits = plan.waits;
   if (beside && !deferred) {
-    overlapEnd(scratch.pending, stream, p.capture.id, plan, launched, scratch.read, read_count, rule.workspaces,
-               rule.overlap_depth);
+    waits |= overlapEnd(scratch.pending, stream, p.capture.id, plan, launched, site, scratch.read, read_count,
+                        rule.workspaces, rule.overlap_depth);
   }
   if (p.capture.captured && !probe) {
     // What this work may have written is no longer as fingerprinted before;
@@ -732,6 +733,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   h.copy_kind = p.copy_kind;
   h.shape_bytes = p.has_shape ? static_cast<uint32_t>(proto::siteShapeBytes(p.ndim, p.expected_blobs)) : 0;
   h.reuse_count = reuse_count;
+  h.waits = proto::siteWaits(waits, site, plan.waited_site);
   const size_t bytes = proto::siteBlobBytes(scan.range_count, scan.pointer_count, h.shape_bytes, reuse_count);
   std::memcpy(scratch.blob, &h, sizeof(h));
   std::memcpy(scratch.blob + sizeof(h), scan.ranges, scan.range_count * sizeof(SiteBlobRange));

@@ -18,7 +18,16 @@ a launch can use) against the device's SMs, and the bytes in each class.
 It tells whether a finer chunking would give the launches of few MiB more
 of the device.
 
-    python3 tests/gpu/range_bytes.py BUNDLE_OR_DIR ... [--top N] [--writes] [--chunks 16:64,14:256]
+--joins adds the captured sites whose work waited for a pending fingerprint
+node (TensorSite.waits: what it may write is read by the node; or it may
+write beyond its ranges; the node was that of the work right before it), by
+kernel family of the site waited for and of the waiting work, with the
+bytes the waited-for node read, and what the waiting work writes of them:
+the very range the node read (an in-place update), or other bytes of the same
+allocation (a view, or a block the allocator handed on). It tells which
+joins the job waits for and why.
+
+    python3 tests/gpu/range_bytes.py BUNDLE_OR_DIR ... [--top N] [--writes] [--joins] [--chunks 16:64,14:256]
 """
 import argparse
 import collections
@@ -128,6 +137,54 @@ def writes(path):
             print(f"  {fam:28s} {v / 1e9:7.3f} GB, unchanged {unchanged[fam] / 1e9:7.3f} GB")
 
 
+WAITS_WRITTEN, WAITS_UNSEEN, WAITS_NEWEST, WAITS_DEPTH = 1, 2, 4, 8  # TensorSite.waits
+
+
+def joins(path, top):
+    """The joins of the captured sites, by (waited-for family, waiting
+    family) and how the waiting work's ranges meet what the node read."""
+    b = TensorBundle(str(path))
+    sites = {s["site"]: s for s in b.sites if s["capture"] > 0}
+    if not sites:
+        return
+    by_reason = collections.Counter()
+    pairs = collections.Counter()
+    pair_bytes = collections.Counter()
+    for s in sites.values():
+        w = s.get("waits", 0)
+        for bit, name in ((WAITS_WRITTEN, "written"), (WAITS_UNSEEN, "unseen"), (WAITS_NEWEST, "newest"),
+                          (WAITS_DEPTH, "depth")):
+            if w & bit:
+                by_reason[name] += 1
+        if not w & (WAITS_WRITTEN | WAITS_UNSEEN):
+            continue
+        waited = sites.get(s.get("waited_site", 0))
+        if waited is None:
+            pairs[("?", family(b.kernel_name(s)), "unknown", bool(w & WAITS_NEWEST))] += 1
+            continue
+        read = [(r["ptr"], r["ptr"] + r["bytes"], r) for r in waited["ranges"] if not r["reuse_site"]]
+        how = "unseen" if w & WAITS_UNSEEN else "other"
+        if w & WAITS_WRITTEN:
+            for r in s["ranges"]:
+                lo = r["base"] if r["base"] and r["base"] < r["ptr"] else r["ptr"]
+                hi = r["ptr"] + r["extent"]
+                for a, z, rr in read:
+                    if lo < z and a < hi:
+                        how = "in-place" if (r["ptr"], r["bytes"]) == (rr["ptr"], rr["bytes"]) else "same allocation"
+                        break
+                if how != "other":
+                    break
+        key = (family(b.kernel_name(waited)), family(b.kernel_name(s)), how, bool(w & WAITS_NEWEST))
+        pairs[key] += 1
+        pair_bytes[key] += sum(z - a for a, z, _ in read)
+    print(f"{path}: captured sites {len(sites)}, waits: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(by_reason.items())))
+    for key, n in pairs.most_common(top):
+        waited, waiting, how, newest = key
+        print(f"  {n:4d} {waiting} waits for {waited}'s node{' (the newest)' if newest else ''}: {how}, "
+              f"{pair_bytes[key] / max(n, 1) / 1e6:.1f} MB read a node")
+
+
 MAX_CHUNK_SHIFT = 21  # fingerprint_abi.h, kMaxChunkShift
 
 
@@ -178,6 +235,7 @@ def main():
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--writes", action="store_true")
+    ap.add_argument("--joins", action="store_true")
     ap.add_argument("--chunks", type=policy, help="MIN_SHIFT:TARGET[,...], e.g. 16:64,14:256")
     args = ap.parse_args()
     for path in bundles(args.paths):
@@ -185,6 +243,8 @@ def main():
             report(path, args.top)
             if args.writes:
                 writes(path)
+            if args.joins:
+                joins(path, args.top)
             if args.chunks:
                 chunks(path, args.chunks)
         except ValueError as e:

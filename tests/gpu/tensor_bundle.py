@@ -112,6 +112,9 @@ def _site(buf):
     for i, n in enumerate(["status", "rule", "replay_first", "replay_last", "ranges_dropped", "copy_bytes",
                            "copy_source", "copy_kind"]):
         s[n] = _one(f, 21 + i)
+    # Why the work waited for pending fingerprint nodes (TensorSite.waits).
+    s["waits"] = _one(f, 30)
+    s["waited_site"] = _one(f, 31)
     return s
 
 

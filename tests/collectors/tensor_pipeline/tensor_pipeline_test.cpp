@@ -827,6 +827,14 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
       EXPECT_EQ(counter("overlap_joins_written"), 1u);
       EXPECT_EQ(counter("overlap_joins_newest"), 1u);
       EXPECT_EQ(counter("overlap_joins_unseen") + counter("overlap_joins_depth"), 0u);
+      // The bundle says which: a *= 3 (the second site) waited for a *= 2's
+      // node, the newest pending; no other work waited.
+      for (const auto& s : b.sites) {
+        if (s.capture() == 0) continue;
+        const bool second = s.site() == sites[1];
+        EXPECT_EQ(s.waits(), second ? 5u : 0u) << "site " << s.site();
+        EXPECT_EQ(s.waited_site(), second ? sites[0] : 0u) << "site " << s.site();
+      }
     } else {
       EXPECT_EQ(counter("overlap_nodes"), 0u);
     }
@@ -942,6 +950,25 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
     EXPECT_EQ(counter("overlap_joins_unseen"), c.unseen);
     EXPECT_EQ(counter("overlap_joins_depth"), c.depth);
     EXPECT_EQ(counter("overlap_joins_newest"), c.newest);
+    // Each site says why its work waited (TensorSite.waits) and for which
+    // site's node: the same joins, one site each.
+    std::map<uint32_t, uint64_t> waits;
+    for (const auto& s : b.sites) {
+      if (s.capture() == 0) continue;
+      for (uint32_t bit : {1u, 2u, 4u, 8u})
+        if ((s.waits() & bit) != 0) ++waits[bit];
+      if ((s.waits() & 3u) != 0) {
+        EXPECT_NE(s.waited_site(), 0u) << "site " << s.site();
+        EXPECT_LT(s.waited_site(), s.site());
+        EXPECT_GE(s.waited_site(), sites.front());
+      } else {
+        EXPECT_EQ(s.waited_site(), 0u) << "site " << s.site();
+      }
+    }
+    EXPECT_EQ(waits[1], c.written);
+    EXPECT_EQ(waits[2], c.unseen);
+    EXPECT_EQ(waits[4], c.newest);
+    EXPECT_EQ(waits[8], c.depth);
     const bool per_node = r.find("publish=node") != std::string::npos;
     EXPECT_EQ(counter("publish_nodes"), per_node ? 0u : 1u);
     EXPECT_EQ(run.values.at("nodes"), 4u + c.fingerprint_nodes + (per_node ? 0u : 1u));
