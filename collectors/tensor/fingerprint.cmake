@@ -94,6 +94,15 @@ if(NOT TCGD_FINGERPRINT_UNROLL MATCHES "^[48]$")
   message(FATAL_ERROR "TCGD_FINGERPRINT_UNROLL=${TCGD_FINGERPRINT_UNROLL}: expected 4 or 8")
 endif()
 
+# Blocks per SM the kernel is compiled to fit (fingerprint.cu,
+# __launch_bounds__): 4 holds it to 64 registers a thread, where ptxas spills
+# (CUDA 13, sm_90); 2 gives it 96 and no spills, to measure against 4
+# (docs/development.md). Every bit of a slot is the same.
+set(TCGD_FINGERPRINT_MIN_BLOCKS 4 CACHE STRING "Blocks per SM the fingerprint kernel is compiled to fit (1, 2 or 4)")
+if(NOT TCGD_FINGERPRINT_MIN_BLOCKS MATCHES "^[124]$")
+  message(FATAL_ERROR "TCGD_FINGERPRINT_MIN_BLOCKS=${TCGD_FINGERPRINT_MIN_BLOCKS}: expected 1, 2 or 4")
+endif()
+
 # The chunking every binary of the build takes (CMakeLists.txt).
 list(TRANSFORM TCGD_FINGERPRINT_CHUNKING PREPEND -D OUTPUT_VARIABLE _tcgd_chunking)
 
@@ -106,7 +115,8 @@ add_custom_command(
   COMMAND ${_tcgd_nvcc} -fatbin -O3 -std=c++17 --fmad=false --threads 2
           -Werror all-warnings -ccbin ${CMAKE_CXX_COMPILER}
           ${TCGD_FINGERPRINT_GENCODE}
-          -I${PROJECT_SOURCE_DIR} -DTCGD_FINGERPRINT_UNROLL=${TCGD_FINGERPRINT_UNROLL} ${_tcgd_chunking}
+          -I${PROJECT_SOURCE_DIR} -DTCGD_FINGERPRINT_UNROLL=${TCGD_FINGERPRINT_UNROLL}
+          -DTCGD_FINGERPRINT_MIN_BLOCKS=${TCGD_FINGERPRINT_MIN_BLOCKS} ${_tcgd_chunking}
           -o ${_tcgd_fatbin} ${CMAKE_CURRENT_LIST_DIR}/fingerprint.cu
   DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fingerprint.cu ${CMAKE_CURRENT_LIST_DIR}/fingerprint_abi.h
           ${CMAKE_CURRENT_LIST_DIR}/fingerprint_claim.h

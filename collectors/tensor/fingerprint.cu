@@ -57,6 +57,15 @@ constexpr uint32_t kVectorBytes = 16;
 #endif
 constexpr uint32_t kUnroll = TCGD_FINGERPRINT_UNROLL;
 static_assert(kUnroll == 4 || kUnroll == 8, "TCGD_FINGERPRINT_UNROLL: 4 or 8");
+// Blocks per SM the kernel is compiled to fit (__launch_bounds__ below): 4
+// holds it to 64 registers a thread, at which ptxas spills a little; the
+// build option TCGD_FINGERPRINT_MIN_BLOCKS=2 gives it 96 and no spills
+// (docs/development.md), under measurement.
+#ifndef TCGD_FINGERPRINT_MIN_BLOCKS
+#define TCGD_FINGERPRINT_MIN_BLOCKS 4
+#endif
+static_assert(TCGD_FINGERPRINT_MIN_BLOCKS == 1 || TCGD_FINGERPRINT_MIN_BLOCKS == 2 || TCGD_FINGERPRINT_MIN_BLOCKS == 4,
+              "TCGD_FINGERPRINT_MIN_BLOCKS: 1, 2 or 4");
 constexpr uint32_t kNone = 0xffffffffu;
 // The thread that claims the slot of a chunk written alone: lane 0 of the
 // last warp, which holds no data of a chunk under 3.5 KiB (the common small
@@ -1049,7 +1058,7 @@ __device__ void countExecution(SiteState* state, uint32_t exec, uint32_t blocks)
 }  // namespace
 }  // namespace tcgd::tensor
 
-extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThreads, 4)
+extern "C" __global__ void __launch_bounds__(tcgd::tensor::kFingerprintBlockThreads, TCGD_FINGERPRINT_MIN_BLOCKS)
     tcgd_fingerprint(tcgd::tensor::FingerprintParams p) {
   using namespace tcgd::tensor;
   if (blockDim.x != kThreads || blockDim.y != 1 || blockDim.z != 1) return;
