@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include <cstring>
+
 #include "collectors/tensor/collector_state.h"
+#include "collectors/tensor/device_state.h"
 #include "collectors/tensor/driver_calls.h"
 #include "collectors/tensor/tensor_counters.h"
 #include "proto/tensor_site_blob.h"
@@ -138,6 +141,30 @@ bool overlaps(const PendingFingerprint& p, const WriteSet& work) {
   return false;
 }
 
+// widen=on: a pending node that work is about to wait for gets every block
+// its chunks can use ("Widening" in capture_overlap.h).
+void widenNode(const PendingFingerprint& p) {
+  if (!p.widen || p.node == nullptr) return;
+  const DriverCalls& d = driverCalls();
+  CUDA_KERNEL_NODE_PARAMS params{};
+  if (d.graph_kernel_node_get_params == nullptr || d.graph_kernel_node_set_params == nullptr ||
+      d.graph_kernel_node_get_params(p.node, &params) != CUDA_SUCCESS || params.kernelParams == nullptr ||
+      params.kernelParams[0] == nullptr) {
+    count(kWidenFailed);
+    return;
+  }
+  // A copy: setting the node's parameters frees what the getter handed out.
+  ::tcgd::tensor::FingerprintParams fp;
+  std::memcpy(&fp, params.kernelParams[0], sizeof fp);
+  const uint32_t blocks = std::max<uint32_t>(1, std::min(fp.total_chunks, device().resources().max_grid));
+  if (params.gridDimX >= blocks) return;
+  void* args[] = {&fp};
+  params.gridDimX = blocks;
+  params.kernelParams = args;
+  params.extra = nullptr;
+  count(d.graph_kernel_node_set_params(p.node, &params) == CUDA_SUCCESS ? kWidened : kWidenFailed);
+}
+
 // Makes every node in `to` wait for `from`.
 bool addEdges(CUgraph graph, CUgraphNode from, const CUgraphNode* to, uint32_t count) {
   const DriverCalls& d = driverCalls();
@@ -235,6 +262,7 @@ void pushBatch(PendingStream& e, CUstream stream, DepthJoin how, const OverlapPl
   f.node = node;
   f.prior = nullptr;
   f.site = b.first_site;
+  f.widen = b.widen;
 }
 
 // Makes the stream's batch one node (nothing when it is empty).
@@ -280,6 +308,7 @@ void flushWritten(PendingStream& e, CUstream stream, const OverlapPlan& plan, co
   part->sites = 1;  // one for batch_failed's count; its sites are b's
   part->max_sites = b.max_sites;
   part->depth = b.depth;
+  part->widen = b.widen;
   part->first_site = b.first_site;
   part->capture = b.capture;
   part->chunks = 0;
@@ -314,6 +343,9 @@ void joinAll(PendingTable& table, PendingStream* e, CUstream stream) {
   if (e == nullptr) return;
   flushBatch(*e, stream, DepthJoin::kNone, nullptr);
   if (e->count != 0) {
+    const uint32_t mask = heads(*e, allNodes(*e));
+    for (uint32_t i = 0; i < e->count; ++i)
+      if ((mask >> i & 1u) != 0) widenNode(e->at(i));
     CUgraphNode nodes[PendingStream::kSlots];
     const uint32_t n = headNodes(*e, nodes);
     (void)joinNow(nodes, n, e->capture_id, stream);
@@ -373,6 +405,7 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
     const uint32_t waited = wanted | ancestors(*pending, wanted);
     const uint32_t sources = heads(*pending, wanted);
     for (uint32_t i = 0; i < pending->count; ++i) {
+      if ((sources >> i & 1u) != 0) widenNode(pending->at(i));
       if ((sources >> i & 1u) != 0 && !addEdges(plan->graph, pending->at(i).node, plan->deps, plan->dep_count)) {
         count(kOverlapFailed);
         dropEntry(table, pending, stream);
@@ -410,7 +443,7 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
 
 uint32_t overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const OverlapPlan& plan,
                     bool launched, uint64_t site, const proto::SiteBlobRange* reads, uint32_t read_count,
-                    bool reads_workspaces, uint32_t depth) {
+                    bool reads_workspaces, uint32_t depth, bool widen) {
   depth = std::clamp(depth, 1u, PendingStream::kMaxDepth);
   if (!launched) {
     // Nothing was captured: the stream's dependencies go back to the work's
@@ -461,6 +494,7 @@ uint32_t overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, c
   f.node = after[0];
   f.prior = plan.prior;
   f.site = site;
+  f.widen = widen;
   f.any = read_count > PendingFingerprint::kMaxRanges;
   f.reads_workspaces = reads_workspaces;
   f.range_count = f.any ? 0 : read_count;
@@ -517,6 +551,7 @@ bool overlapDefer(PendingTable& table, CUstream stream, uint64_t capture_id, con
   }
   b.max_sites = site.max_sites;
   b.depth = std::clamp(site.depth, 1u, PendingStream::kMaxDepth);
+  b.widen = site.widen;
   const auto delta = static_cast<uint32_t>(site.site - b.first_site);
   for (uint32_t i = 0; i < site.range_count; ++i) {
     ::tcgd::tensor::FingerprintRange r = site.ranges[i];

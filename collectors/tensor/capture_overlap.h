@@ -73,6 +73,17 @@
 // publish their own (replays= windows, record and print rules, the partials
 // arena used up), are launched as before.
 //
+// Widening (widen=on in the rule). A node beside the stream shares the
+// device with the job's kernels, and the fewer blocks it takes the less it
+// slows them: it launches with at most besideBlocks (a block on half the
+// SMs), its blocks taking its chunks in turn. A node that work comes to wait for (a join on what it
+// reads, or on work that may write anything) holds that work up for as long
+// as it runs: its grid is set to every block its chunks can use (the
+// device's limit, TensorDevice's max_grid) before the join, which CUDA
+// allows while the graph is being captured (cuGraphKernelNodeSetParams).
+// With chunks=256 a range of a few MiB has up to four times the blocks of
+// the default chunking to give such a node.
+//
 // Capture-time only: eager launches never come here, and a replay runs the
 // nodes with no host call. The pending fingerprints of each stream are kept
 // per capturing thread (in its Scratch); work on one capturing stream from
@@ -105,6 +116,7 @@ struct PendingFingerprint {
   CUgraphNode node = nullptr;  // the site's last fingerprint launch
   CUgraphNode prior = nullptr;  // the node it waits for (chain=on), or nullptr
   uint64_t site = 0;  // its site (a batch node's first), for TensorSite.waited_site
+  bool widen = false;  // widen=on: given every block when work waits for it
   bool any = false;  // its ranges are too many to keep: any work waits for it
   bool reads_workspaces = false;  // its rule said workspaces=on
   uint32_t range_count = 0;
@@ -121,6 +133,7 @@ struct PendingBatch {
   uint32_t sites = 0;                // 0: empty
   uint32_t max_sites = 1;            // the rule's batch=
   uint32_t depth = 2;                // the rule's overlap-depth
+  bool widen = false;                // the rule's widen
   uint32_t chunks = 0;               // sum of the ranges' chunks
   uint32_t range_count = 0;
   uint64_t first_site = 0;           // FingerprintParams::site of the node
@@ -134,6 +147,12 @@ struct PendingBatch {
 // node right before everything pending joins): with chain=on each depends
 // on the one before it was added after (its `prior`); with chain=off on its
 // own work alone. And its batch.
+// widen=on: the most blocks a node beside the stream launches with, from
+// the device's most a launch takes (TensorDevice's max_grid, four blocks an
+// SM): a block on half the SMs, 66 on an H100 (about what a range of the
+// default chunking, 64 chunks at most below 128 MiB, has).
+inline constexpr uint32_t besideBlocks(uint32_t max_grid) { return max_grid / 8 > 1 ? max_grid / 8 : 1; }
+
 struct PendingStream {
   static constexpr uint32_t kMaxDepth = 16;
   static constexpr uint32_t kSlots = kMaxDepth + 1;
@@ -224,10 +243,11 @@ bool overlapBegin(PendingTable& table, CUstream stream, uint64_t capture_id, con
 // (of site `site`) pending with the ranges it reads (`reads`, `read_count`:
 // ptr and bytes of each), at most `depth` nodes of the stream pending (1 to
 // kMaxDepth). `launched`: at least one fingerprint launch was captured.
-// kWaitsDepth when the next work waits for the oldest pending node, else 0.
+// `widen`: the rule's widen=on (Widening above). kWaitsDepth when the next
+// work waits for the oldest pending node, else 0.
 uint32_t overlapEnd(PendingTable& table, CUstream stream, uint64_t capture_id, const OverlapPlan& plan,
                     bool launched, uint64_t site, const proto::SiteBlobRange* reads, uint32_t read_count,
-                    bool reads_workspaces, uint32_t depth);
+                    bool reads_workspaces, uint32_t depth, bool widen);
 
 // A captured site's ranges (`ranges`, `range_count` of them, laid out as
 // for a launch of their own) into the stream's batch instead of a launch
@@ -244,6 +264,7 @@ struct BatchSite {
   uint32_t max_sites = 1;
   uint32_t depth = 2;
   bool reads_workspaces = false;
+  bool widen = false;
   CaptureTable::Capture capture;
 };
 bool overlapDefer(PendingTable& table, CUstream stream, uint64_t capture_id, const OverlapPlan& plan,

@@ -195,9 +195,10 @@ uint32_t TensorDevice::takePartials(uint32_t count) {
   return first;
 }
 
-CUresult TensorDevice::launch(FingerprintParams* params, CUstream stream) const {
+CUresult TensorDevice::launch(FingerprintParams* params, CUstream stream, uint32_t max_blocks) const {
   const DeviceResources& r = resources_;
-  const uint32_t grid = std::max<uint32_t>(1, std::min(params->total_chunks, r.max_grid));
+  const uint32_t most = max_blocks != 0 ? std::min(max_blocks, r.max_grid) : r.max_grid;
+  const uint32_t grid = std::max<uint32_t>(1, std::min(params->total_chunks, most));
   void* args[] = {params};
   return driverCalls().launch_kernel(r.fingerprint, grid, 1, 1, kFingerprintBlockThreads, 1, 1, 0,
                                      stream, args, nullptr);

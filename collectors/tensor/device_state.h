@@ -83,7 +83,8 @@ class TensorDevice {
   const DeviceResources& resources() const { return resources_; }
 
   // Enqueues one fingerprint launch on `stream` (the probed launch's).
-  CUresult launch(FingerprintParams* params, CUstream stream) const;
+  // At most `max_blocks` blocks (0: the device's max_grid).
+  CUresult launch(FingerprintParams* params, CUstream stream, uint32_t max_blocks = 0) const;
 
   // Takes `count` partials of the arena for one captured fingerprint
   // launch: the first one's index, or UINT32_MAX when the arena has no

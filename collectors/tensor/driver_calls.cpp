@@ -52,6 +52,7 @@ bool resolveDefault() {
   resolve(dl, handle, "cuGraphAddKernelNode_v2", &t.graph_add_kernel_node);
   resolve(dl, handle, "cuGraphNodeGetType", &t.graph_node_get_type);
   resolve(dl, handle, "cuGraphKernelNodeGetParams_v2", &t.graph_kernel_node_get_params);
+  resolve(dl, handle, "cuGraphKernelNodeSetParams_v2", &t.graph_kernel_node_set_params);
   resolve(dl, handle, "cuGraphKernelNodeGetAttribute", &t.graph_kernel_node_get_attribute);
   resolve(dl, handle, "cuGraphKernelNodeSetAttribute", &t.graph_kernel_node_set_attribute);
   resolve(dl, handle, "cuCtxGetStreamPriorityRange", &t.ctx_get_stream_priority_range);

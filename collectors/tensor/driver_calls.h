@@ -55,6 +55,7 @@ struct DriverCalls {
   // function, raised above tcgd's (site_probe.cpp, lowerProbeNodes).
   CUresult (*graph_node_get_type)(CUgraphNode, CUgraphNodeType*) = nullptr;
   CUresult (*graph_kernel_node_get_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*) = nullptr;  // _v2
+  CUresult (*graph_kernel_node_set_params)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*) = nullptr;  // _v2
   CUresult (*graph_kernel_node_get_attribute)(CUgraphNode, CUkernelNodeAttrID, CUkernelNodeAttrValue*) = nullptr;
   CUresult (*graph_kernel_node_set_attribute)(CUgraphNode, CUkernelNodeAttrID, const CUkernelNodeAttrValue*) = nullptr;
   CUresult (*ctx_get_stream_priority_range)(int*, int*) = nullptr;

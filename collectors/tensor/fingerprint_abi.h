@@ -169,9 +169,11 @@ static_assert(kMinChunkShift >= 12 && kMinChunkShift < kMaxChunkShift, "TCGD_FIN
 static_assert(kTargetChunks >= 32 && kTargetChunks <= 256 && kTargetChunks % 32 == 0,
               "TCGD_FINGERPRINT_TARGET_CHUNKS: 32 to 256, a multiple of 32 (the combine's lanes)");
 
-TCGD_HOST_DEVICE constexpr uint32_t chunkShiftFor(uint64_t bytes) {
+// `target`: another number of chunks to aim for (a rule's chunks=N), the
+// same for eager launches and captured ones so that their sums agree.
+TCGD_HOST_DEVICE constexpr uint32_t chunkShiftFor(uint64_t bytes, uint64_t target = kTargetChunks) {
   uint32_t shift = kMinChunkShift;
-  while (shift < kMaxChunkShift && ((bytes + (uint64_t{1} << shift) - 1) >> shift) > kTargetChunks) ++shift;
+  while (shift < kMaxChunkShift && ((bytes + (uint64_t{1} << shift) - 1) >> shift) > target) ++shift;
   return shift;
 }
 
@@ -186,6 +188,8 @@ static_assert(chunkShiftFor(kMinChunkBytes * kTargetChunks + 1) == kMinChunkShif
 static_assert(chunkShiftFor(uint64_t{1} << 40) == kMaxChunkShift &&
               chunkShiftFor(kMaxChunkBytes * kTargetChunks) == kMaxChunkShift);
 static_assert(chunkCountFor(0, kMinChunkShift) == 1 && chunkCountFor(kMinChunkBytes + 1, kMinChunkShift) == 2);
+static_assert(chunkShiftFor(kMinChunkBytes * 256, 256) == kMinChunkShift &&
+              chunkShiftFor(kMinChunkBytes * 256 + 1, 256) == kMinChunkShift + 1);
 
 // ---- combining the chunks of a range ----------------------------------------
 // A range's figures from its chunk partials: counts, elements and the hash
@@ -227,8 +231,8 @@ static_assert(sizeof(FingerprintRange) == 32);
 
 // A range's chunking from its length: chunk_shift and chunks as the agent
 // sets them.
-TCGD_HOST_DEVICE constexpr void setChunking(FingerprintRange& r) {
-  r.chunk_shift = static_cast<uint8_t>(chunkShiftFor(r.bytes));
+TCGD_HOST_DEVICE constexpr void setChunking(FingerprintRange& r, uint64_t target = kTargetChunks) {
+  r.chunk_shift = static_cast<uint8_t>(chunkShiftFor(r.bytes, target));
   r.chunks = chunkCountFor(r.bytes, r.chunk_shift);
 }
 

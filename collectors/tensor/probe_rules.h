@@ -173,6 +173,17 @@ struct ProbeRule {
   // PyTorch's are): the fingerprints then take the SMs the job leaves free
   // instead of sharing them (docs/tensor.md, "Priorities").
   bool priority = false;
+  // chunks=N: how many chunks (blocks' shares) to cut a range into at most
+  // below 2 MiB a chunk (32, 64, 128 or 256; 0: the build's, 64): more let a
+  // node spread over more of the device, each chunk at least 64 KiB. Part of
+  // the fingerprint: the sums' last bits follow the chunks, so runs compared
+  // with each other take the same value (docs/tensor.md, "Widening").
+  uint32_t chunks = 0;
+  // widen=on|off: whether a captured fingerprint node beside the stream runs
+  // on at most besideBlocks blocks (a block on half the SMs, sharing the device with the job's
+  // kernels) and, when work comes to wait for it, gets every block its
+  // chunks can use (on; capture_overlap.h, "Widening").
+  bool widen = false;
   // publish=replay|node: whether a captured fingerprint node leaves each
   // chunk's partial in device memory for one publish node at the end of the
   // graph to combine and write once per replay (replay; fingerprint_abi.h,
@@ -218,7 +229,7 @@ inline constexpr const char* kProbeRulesAccepted =
     "off, or rules separated by ';', each fingerprint[:KEY=VALUE,...] with keys "
     "kernel=~REGEX or kernel=NAME, exclude=~REGEX, invocations=RANGE, when=eager|capture|both, "
     "graphs=RANGE, replays=RANGE, args=all|LIST, max-bytes=N[K|M|G], dtype=DTYPE, copies=on|off, "
-    "probes=on|off|only, workspaces=on|off, overlap=on|off, overlap-depth=N (1-16), chain=on|off, batch=N (1-32), priority=on|off, reuse=on|off, publish=replay|node; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
+    "probes=on|off|only, workspaces=on|off, overlap=on|off, overlap-depth=N (1-16), chain=on|off, batch=N (1-32), priority=on|off, chunks=32|64|128|256, widen=on|off, reuse=on|off, publish=replay|node; print[:KEY=VALUE,...] takes the same keys and every=N, lines=N, "
     "values=N; record[:KEY=VALUE,...] the same keys and bytes=N[K|M|G], run-bytes=N[K|M|G]; "
     "check:reference=PATH[,abort][,rtol=X][,atol=Y] takes the same keys (one check rule at most) "
     "(RANGE: N, A-B or A-; '\\,' and '\\;' inside a value)";
@@ -297,12 +308,13 @@ inline constexpr std::string_view kKeys[] = {"kernel", "exclude", "invocations",
                                              "every",  "lines",       "bytes",      "run-bytes",
                                              "values", "reference",   "rtol",       "atol",
                                              "probes", "reuse",       "overlap-depth", "publish",
-                                             "chain",  "batch",       "priority"};
+                                             "chain",  "batch",       "priority",   "chunks",
+                                             "widen"};
 static_assert(std::size(kKeys) <= 32, "applyItem keeps a bit per key in a uint32_t");
 inline constexpr const char* kKeyList =
     "kernel, exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, "
     "overlap, every, lines, bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish, chain, "
-    "batch, priority";
+    "batch, priority, chunks, widen";
 inline constexpr const char* kRangeForm = "N, A-B or A- (0-based, decimal)";
 
 struct DtypeName {
@@ -639,6 +651,16 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
     r->overlap_depth = n;
     return true;
   }
+  if (key == "chunks") {
+    uint32_t n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || (n != 32 && n != 64 && n != 128 && n != 256)) {
+      *error = where + "expected 32, 64, 128 or 256";
+      return false;
+    }
+    r->chunks = n;
+    return true;
+  }
   if (key == "batch") {
     uint32_t n = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -726,12 +748,13 @@ inline bool applyItem(std::string_view key, std::string_view raw_value, ProbeRul
     }
     return true;
   }
-  // copies, workspaces, overlap, reuse, chain, priority
+  // copies, workspaces, overlap, reuse, chain, priority, widen
   bool& flag = key == "copies"       ? r->copies
                : key == "workspaces" ? r->workspaces
                : key == "reuse"      ? r->reuse
                : key == "chain"      ? r->chain
                : key == "priority"   ? r->priority
+               : key == "widen"      ? r->widen
                                      : r->overlap;
   if (value == "on" || value == "1" || value == "true" || value == "yes") {
     flag = true;

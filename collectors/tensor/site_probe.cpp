@@ -466,7 +466,9 @@ CUgraphNode addBatchNode(const PendingBatch& batch) {
   void* args[] = {&fp};
   CUDA_KERNEL_NODE_PARAMS params{};
   params.func = dev.fingerprint;
-  params.gridDimX = std::max<uint32_t>(1, std::min(batch.chunks, dev.max_grid));
+  // widen=on: beside the stream on besideBlocks at most, until work waits for it.
+  params.gridDimX =
+      std::max<uint32_t>(1, std::min(batch.chunks, batch.widen ? besideBlocks(dev.max_grid) : dev.max_grid));
   params.gridDimY = params.gridDimZ = 1;
   params.blockDimX = ::tcgd::tensor::kFingerprintBlockThreads;
   params.blockDimY = params.blockDimZ = 1;
@@ -608,7 +610,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
       const SiteBlobRange& r = scan.ranges[next];
       f.ptr = r.ptr;
       f.bytes = r.bytes;
-      ::tcgd::tensor::setChunking(f);
+      ::tcgd::tensor::setChunking(f, rule.chunks != 0 ? rule.chunks : ::tcgd::tensor::kTargetChunks);
       if (region != 0 && !publish && n != 0 && chunks + f.chunks > ::tcgd::tensor::kScratchChunks) break;
       f.first_chunk = chunks;
       f.index = static_cast<uint16_t>(next);
@@ -629,6 +631,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
       batch.max_sites = rule.batch;
       batch.depth = rule.overlap_depth;
       batch.reads_workspaces = rule.workspaces;
+      batch.widen = rule.widen;
       batch.capture = p.capture.table;
       if (overlapDefer(scratch.pending, stream, p.capture.id, plan, batch)) {
         deferred = true;
@@ -667,7 +670,9 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
     fp.replay_last = replay_last;
     fp.range_count = n;
     fp.total_chunks = chunks;
-    if (device().launch(&fp, stream) != CUDA_SUCCESS) {
+    // widen=on: a node beside the stream on besideBlocks at most, until
+    // work waits for it (capture_overlap.h, "Widening").
+    if (device().launch(&fp, stream, beside && rule.widen ? besideBlocks(dev.max_grid) : 0) != CUDA_SUCCESS) {
       status = 6;  // launch_failed
       count(kSkipLaunchFailed);
     } else {
@@ -677,7 +682,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   uint32_t waits = plan.waits;
   if (beside && !deferred) {
     waits |= overlapEnd(scratch.pending, stream, p.capture.id, plan, launched, site, scratch.read, read_count,
-                        rule.workspaces, rule.overlap_depth);
+                        rule.workspaces, rule.overlap_depth, rule.widen);
   }
   if (p.capture.captured && !probe) {
     // What this work may have written is no longer as fingerprinted before;

@@ -46,6 +46,8 @@ enum TensorCounter : uint32_t {
   kBatchFailed,                // sites of batches that could not be added to their graph (never observed)
   kPriorityRaised,             // the job's kernel nodes raised above tcgd's at a capture's end (priority=on)
   kPriorityFailed,             // captures whose node priorities could not be set (priority=on)
+  kWidened,                    // pending fingerprint nodes given every block when work waited for them (widen=on)
+  kWidenFailed,                // such nodes whose grid could not be changed (they ran as they were)
   kCounterCount,
 };
 
@@ -59,6 +61,7 @@ inline constexpr const char* kTensorCounterNames[] = {
     "partials_full",   "publish_nodes",      "publish_failed",
     "overlap_joins_written", "overlap_joins_unseen", "overlap_joins_depth", "overlap_joins_newest",
     "batch_nodes",     "batch_failed",       "priority_raised",   "priority_failed",
+    "widened",         "widen_failed",
 };
 static_assert(std::size(kTensorCounterNames) == kCounterCount);
 

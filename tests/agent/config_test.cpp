@@ -187,7 +187,7 @@ TEST(Config, TensorRuleErrorSaysWhatIsWrongInOneLine) {
             "TCGD_TENSOR=fingerprint:kernal=~x: rule 1: unknown key 'kernal' (did you mean "
             "'kernel'? expected one of kernel, exclude, invocations, when, graphs, replays, args, "
             "max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values, reference, rtol, "
-            "atol, probes, reuse, overlap-depth, publish, chain, batch, priority)");
+            "atol, probes, reuse, overlap-depth, publish, chain, batch, priority, chunks, widen)");
   const Loaded r = load(env({{"TCGD_TENSOR", " fingerprint;check:kernel=~gemm "}}));
   ASSERT_FALSE(r.status.isOk());
   EXPECT_EQ(r.status.message(),

@@ -196,6 +196,35 @@ CUresult addKernelNode(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps
   return CUDA_SUCCESS;
 }
 
+// cuGraphKernelNodeSetParams: the node's function, launch configuration and
+// parameters replaced, as a node of that kernel would be added (the graph's
+// own node: an instantiated exec keeps what it was made with).
+CUresult setKernelNode(CUgraphNode handle, const CUDA_KERNEL_NODE_PARAMS_v2& params) {
+  Node* node = nodeOf(handle);
+  if (node == nullptr || node->spec.type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
+  auto f = params.kern != nullptr ? reinterpret_cast<CUfunction>(params.kern) : params.func;
+  if (!isKernel(f)) return CUDA_ERROR_INVALID_VALUE;
+  NodeSpec spec = node->spec;
+  spec.function = f;
+  spec.grid[0] = params.gridDimX, spec.grid[1] = params.gridDimY, spec.grid[2] = params.gridDimZ;
+  spec.block[0] = params.blockDimX, spec.block[1] = params.blockDimY;
+  spec.block[2] = params.blockDimZ;
+  spec.shared_mem = params.sharedMemBytes;
+  if (const CUresult result = checkLaunchConfig(spec); result != CUDA_SUCCESS) return result;
+  spec.params.clear();
+  const auto* kernel = reinterpret_cast<const Kernel*>(f);
+  if (const CUresult result = packParams(*kernel, params.kernelParams, params.extra, false, &spec.params);
+      result != CUDA_SUCCESS) {
+    return result;
+  }
+  std::lock_guard lock(node->graph->mutex);
+  node->spec = std::move(spec);
+  node->param_ptrs.clear();
+  if (!node->spec.params.empty())
+    for (uint32_t offset : kernel->offsets) node->param_ptrs.push_back(node->spec.params.data() + offset);
+  return CUDA_SUCCESS;
+}
+
 // cuGraphExecUpdate with simple pairing: node i of the graph with node i of
 // the exec (both in creation order). Equal counts, kinds and dependencies
 // update every node's parameters. Refused as documented: another node count
@@ -587,6 +616,20 @@ FAKE_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
   }
   fake::kernelParams(*node, nodeParams, true);
   FAKE_RETURN(cuGraphKernelNodeGetParams_v2, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
+  FAKE_ENTER(cuGraphKernelNodeSetParams);
+  if (nodeParams == nullptr) FAKE_RETURN(cuGraphKernelNodeSetParams, CUDA_ERROR_INVALID_VALUE);
+  CUDA_KERNEL_NODE_PARAMS_v2 params{};
+  std::memcpy(&params, nodeParams, sizeof(*nodeParams));  // v2 extends v1
+  FAKE_RETURN(cuGraphKernelNodeSetParams, fake::setKernelNode(hNode, params));
+}
+
+FAKE_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v2* nodeParams) {
+  FAKE_ENTER(cuGraphKernelNodeSetParams_v2);
+  if (nodeParams == nullptr) FAKE_RETURN(cuGraphKernelNodeSetParams_v2, CUDA_ERROR_INVALID_VALUE);
+  FAKE_RETURN(cuGraphKernelNodeSetParams_v2, fake::setKernelNode(hNode, *nodeParams));
 }
 
 // The fake keeps a kernel node's priority only; other attributes are

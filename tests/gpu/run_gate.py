@@ -448,7 +448,7 @@ def tensor_bench(gate, rounds, extra_rules=(), extra_env=()):
                                  ("overlap_nodes", "overlap_joins", "overlap_failed", "ranges_reused",
                                   "publish_nodes", "partials_full", "publish_failed", "overlap_joins_written",
                                   "overlap_joins_unseen", "overlap_joins_depth", "overlap_joins_newest", "batch_nodes",
-                                  "batch_failed", "priority_raised", "priority_failed")})
+                                  "batch_failed", "priority_raised", "priority_failed", "widened", "widen_failed")})
         if best is not None and best[0] > 0:
             shapes[k] = {"replay_bytes": best[0], **best[1]}
     res["shapes"] = shapes
@@ -544,7 +544,7 @@ def main():
                                                        "overlap_joins_written", "overlap_joins_unseen",
                                                        "overlap_joins_depth", "overlap_joins_newest",
                                                        "batch_nodes", "batch_failed", "priority_raised",
-                                                       "priority_failed")))
+                                                       "priority_failed", "widened", "widen_failed")))
         fp = tensor_b.get("fingerprint", {})
         if tensor_b["replay_bytes"] and "graph_step_s" in fp and fp["graph_step_s"] > base["graph_step_s"]:
             extra = fp["graph_step_s"] - base["graph_step_s"]

@@ -187,6 +187,14 @@ TEST(ProbeRules, WhatEngineersType) {
     EXPECT_TRUE(parse("fingerprint:priority=on").rules.at(0).priority);
     EXPECT_FALSE(parse("fingerprint:priority=off").rules.at(0).priority);
   }
+  {
+    // The build's chunking (0) and full grids unless asked.
+    EXPECT_EQ(parse("fingerprint").rules.at(0).chunks, 0u);
+    EXPECT_EQ(parse("fingerprint:chunks=256").rules.at(0).chunks, 256u);
+    EXPECT_EQ(parse("fingerprint:chunks=32").rules.at(0).chunks, 32u);
+    EXPECT_FALSE(parse("fingerprint").rules.at(0).widen);
+    EXPECT_TRUE(parse("fingerprint:widen=on").rules.at(0).widen);
+  }
 }
 
 TEST(ProbeRules, PrintTakesEveryAndLinesBesideTheSameKeys) {
@@ -318,16 +326,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadRule{"fingerprint:kernal=~x",
                 "rule 1: unknown key 'kernal' (did you mean 'kernel'? expected one of kernel, "
                 "exclude, invocations, when, graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, "
-                "bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish, chain, batch, priority)"},
+                "bytes, run-bytes, values, reference, rtol, atol, probes, reuse, overlap-depth, publish, chain, batch, priority, chunks, widen)"},
         BadRule{"fingerprint:size=1",
                 "rule 1: unknown key 'size' (expected one of kernel, exclude, invocations, when, "
                 "graphs, replays, args, max-bytes, dtype, copies, workspaces, overlap, every, lines, bytes, run-bytes, values, "
-                "reference, rtol, atol, probes, reuse, overlap-depth, publish, chain, batch, priority)"},
+                "reference, rtol, atol, probes, reuse, overlap-depth, publish, chain, batch, priority, chunks, widen)"},
         BadRule{"fingerprint:bytes=1M", "rule 1: bytes= is an option of record (record:bytes=N)"},
         BadRule{"fingerprint:publish=graph", "rule 1: publish=graph: expected replay or node"},
         BadRule{"fingerprint:chain=maybe", "rule 1: chain=maybe: expected on or off"},
         BadRule{"fingerprint:priority=high", "rule 1: priority=high: expected on or off"},
         BadRule{"fingerprint:batch=0", "rule 1: batch=0: expected an integer between 1 and 32"},
+        BadRule{"fingerprint:chunks=100", "rule 1: chunks=100: expected 32, 64, 128 or 256"},
+        BadRule{"fingerprint:chunks=512", "rule 1: chunks=512: expected 32, 64, 128 or 256"},
+        BadRule{"fingerprint:widen=wide", "rule 1: widen=wide: expected on or off"},
         BadRule{"fingerprint:batch=33", "rule 1: batch=33: expected an integer between 1 and 32"},
         BadRule{"fingerprint:batch=4x", "rule 1: batch=4x: expected an integer between 1 and 32"},
         BadRule{"fingerprint:overlap-depth=0",

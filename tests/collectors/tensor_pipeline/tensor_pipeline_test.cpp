@@ -975,6 +975,57 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
   }
 }
 
+// widen=on (capture_overlap.h, "Widening"): on the fake's four SMs a node
+// beside the stream takes two blocks (besideBlocks), and the two that work
+// comes to wait for (a *= 3 for a *= 2's, b *= 7 for b *= 5's) get all eight
+// their chunks can use before the join; the two nothing waits for keep two.
+// The observations are those of the lane without it, under any chunks=.
+TEST_F(TensorPipeline, WidenGivesANodeEveryBlockWhenWorkWaitsForIt) {
+  const auto grids = [&](const char* rules, uint64_t* sum, uint64_t* widened) {
+    SCOPED_TRACE(rules);
+    TempDir dir;
+    const ProgramRun run = runUnderAgent(dir, rules, "lane-wide", {"FAKE_CUDA_GRAPH_ORDER=latest"});
+    ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+    const TensorBundle b = readTensorBundle(run.tensor_bundle);
+    ASSERT_TRUE(b.has_trailer);
+    std::vector<uint64_t> sites;
+    for (const auto& site : b.sites)
+      if (site.capture() > 0) sites.push_back(site.site());
+    ASSERT_EQ(sites.size(), 4u);
+    for (size_t i = 0; i < sites.size(); ++i) {
+      const auto rows = b.of(sites[i]);
+      ASSERT_EQ(rows.size(), 3u) << "site " << i;
+      for (const auto& row : rows) {
+        const double want = i == 0   ? 2 * std::pow(6.0, row.exec)
+                            : i == 1 ? 5 * std::pow(35.0, row.exec)
+                            : i == 2 ? 6 * std::pow(6.0, row.exec)
+                                     : 35 * std::pow(35.0, row.exec);
+        EXPECT_EQ(row.minimum, want) << "site " << i << " replay " << row.exec;
+        EXPECT_EQ(row.maximum, want) << "site " << i << " replay " << row.exec;
+        EXPECT_EQ(row.elements, 131072u);
+      }
+    }
+    const auto& counted = b.counters.back().skipped();
+    const auto counter = [&](const char* name) { return counted.count(name) ? counted.at(name) : 0u; };
+    EXPECT_EQ(counter("overlap_joins_written"), 2u);
+    EXPECT_EQ(counter("widen_failed"), 0u);
+    EXPECT_EQ(run.values.at("tcgd_grid_max"), 8u);
+    *sum = run.values.at("tcgd_grid_sum");
+    *widened = counter("widened");
+  };
+  uint64_t plain = 0, plain_widened = 0;
+  grids("fingerprint:chain=off", &plain, &plain_widened);
+  EXPECT_EQ(plain_widened, 0u);
+  for (const char* rules : {"fingerprint:chain=off,widen=on", "fingerprint:chain=off,widen=on,chunks=256",
+                            "fingerprint:widen=on"}) {
+    uint64_t sum = 0, widened = 0;
+    grids(rules, &sum, &widened);
+    EXPECT_EQ(widened, 2u) << rules;
+    // Two nodes of eight blocks and two of two, against four of eight.
+    EXPECT_EQ(plain - sum, 12u) << rules;
+  }
+}
+
 // A kernel tcgd does not know to write only through its parameters may
 // write what a pending fingerprint node reads through a pointer held in
 // device memory (capture_overlap.h): scale_indirect waits for the pending

@@ -12,7 +12,8 @@
 // overlapProgram instead (below); "probe" runs probeProgram (below);
 // "reuse" runs reuseProgram (below); "lane" runs laneProgram (below) with
 // at::native::scale<float>, "lane-opaque" the same with scale<float>,
-// "lane-threads" the same with its second half captured by another thread;
+// "lane-threads" the same with its second half captured by another thread,
+// "lane-wide" the same on tensors of several chunks each;
 // "cudnn" runs cudnnProgram (below); "hidden" runs hiddenProgram (below).
 // "overlap" and "lane" use
 // at::native::scale<float>, a kernel tcgd takes to write only through its
@@ -206,6 +207,23 @@ int laneProgram(CUfunction scale, CUstream s, CUdeviceptr a, CUdeviceptr b, uint
   value("b", b);
   value("nodes", nodes);
   value("replays", kReplays);
+  // The fingerprint nodes' grids (widen=on: beside the stream on few blocks,
+  // widened when work waits for them): their sum and the largest.
+  std::vector<CUgraphNode> all(nodes);
+  if ((r = cuGraphGetNodes(graph, all.data(), &nodes)) != CUDA_SUCCESS) return fail("cuGraphGetNodes", r);
+  uint64_t grid_sum = 0, grid_max = 0;
+  for (CUgraphNode n : all) {
+    CUgraphNodeType type;
+    if ((r = cuGraphNodeGetType(n, &type)) != CUDA_SUCCESS) return fail("cuGraphNodeGetType", r);
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL) continue;
+    CUDA_KERNEL_NODE_PARAMS_v2 params{};
+    if ((r = cuGraphKernelNodeGetParams_v2(n, &params)) != CUDA_SUCCESS) return fail("cuGraphKernelNodeGetParams_v2", r);
+    if (params.func == scale) continue;
+    grid_sum += params.gridDimX;
+    grid_max = std::max<uint64_t>(grid_max, params.gridDimX);
+  }
+  value("tcgd_grid_sum", grid_sum);
+  value("tcgd_grid_max", grid_max);
   std::fflush(stdout);
   return 0;
 }
@@ -703,6 +721,16 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "overlap") == 0) return overlapProgram(aten_scale, s, a, b, kElements);
   if (argc > 1 && std::strcmp(argv[1], "reuse") == 0) return reuseProgram(scale, s, a, b, kElements);
   if (argc > 1 && std::strcmp(argv[1], "lane") == 0) return laneProgram(aten_scale, s, a, b, kElements);
+  if (argc > 1 && std::strcmp(argv[1], "lane-wide") == 0) {
+    // The same on 512 KiB tensors: eight chunks of 64 KiB each under the
+    // default chunking, more blocks than a node beside the stream takes
+    // under widen=on on the fake's four SMs.
+    constexpr uint32_t kWide = 131072;
+    CUdeviceptr wa = 0, wb = 0;
+    if ((r = cuMemAlloc_v2(&wa, kWide * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc wide a", r);
+    if ((r = cuMemAlloc_v2(&wb, kWide * 4)) != CUDA_SUCCESS) return fail("cuMemAlloc wide b", r);
+    return laneProgram(aten_scale, s, wa, wb, kWide);
+  }
   if (argc > 1 && std::strcmp(argv[1], "lane-opaque") == 0) return laneProgram(scale, s, a, b, kElements);
   if (argc > 1 && std::strcmp(argv[1], "lane-threads") == 0)
     return laneProgram(aten_scale, s, a, b, kElements, /*second_thread=*/true);
