@@ -65,7 +65,9 @@ for v in "${variants[@]}"; do
   # the end of the driver's segments, not of the allocator's blocks).
   targets=(tcgd tcgd-recorder); (( check )) && targets+=(fingerprint_gpu_check)
   ( configure "build-ab-$name" "${opts[@]}" &&
-    if ninja -C "build-ab-$name" -t targets all | grep -q "^tcgd_torch:"; then targets+=(tcgd_torch); fi &&
+    # grep reads the whole list (-q would stop at the first match, and
+    # ninja's SIGPIPE would fail the pipeline under pipefail).
+    if ninja -C "build-ab-$name" -t targets all | grep "^tcgd_torch:" >/dev/null; then targets+=(tcgd_torch); fi &&
     cmake --build "build-ab-$name" -j "$jobs" --target "${targets[@]}" ) \
     >"$work/build-ab-$name.log" 2>&1 &
   pids+=($!)

@@ -6,11 +6,11 @@
 // job's kernel K, then F, then the next kernel K', one after another, and
 // F's whole latency (a few microseconds even for a small range) adds to the
 // replay. Nothing needs K' to wait for F unless K' writes what F reads. So a
-// captured F is hung beside the stream instead: it depends on K and, with
-// chain=on (the default), on the stream's previous fingerprint node (a
-// stream's fingerprint nodes form one chain: they share one scratch region;
-// with chain=off they use none and each depends on its K alone, so they run
-// side by side), and the stream's dependencies are
+// captured F is hung beside the stream instead: it depends on K (with
+// chain=off, the default, on K alone: it uses no scratch region and a
+// stream's fingerprint nodes run side by side; with chain=on also on the
+// stream's previous fingerprint node: they form one chain and share one
+// scratch region), and the stream's dependencies are
 // set back to what they were before F, so K' depends on K alone and runs
 // while F reads. F is then *pending* on the stream, with what it reads, and
 // so are the fingerprint nodes before it that nothing has waited for yet, up

@@ -150,16 +150,16 @@ struct ProbeRule {
   // collectors/tensor/capture_overlap.h), or stays in the stream's order.
   bool overlap = true;
   // overlap-depth=N: how many of a stream's captured fingerprint nodes may
-  // be pending beside it at once (1 to 16; 2): past it the oldest joins the
+  // be pending beside it at once (1 to 16; 4): past it the oldest joins the
   // stream (capture_overlap.h). 1: a node runs beside one kernel only.
-  // Deeper is slower on a GPU-bound step: pending nodes take SMs and memory
-  // bandwidth from the kernels they run beside (docs/performance.md).
-  uint32_t overlap_depth = 2;
+  // With priority=on 4 measured fastest on a GPU-bound step (8 and 16 a
+  // little slower, docs/performance.md).
+  uint32_t overlap_depth = 4;
   // chain=on|off: whether a stream's pending fingerprint nodes run one after
   // another (on: each after the one before, sharing the stream's scratch
-  // region) or side by side (off: each after its own kernel alone, writing
-  // its own partials or slots; capture_overlap.h).
-  bool chain = true;
+  // region) or side by side (off, the default: each after its own kernel
+  // alone, writing its own partials or slots; capture_overlap.h).
+  bool chain = false;
   // batch=N: how many consecutive captured sites of a stream may share one
   // fingerprint node (1 to 32; 1: a node per site). A batch node reads the
   // ranges of its sites after the newest of them, before any later work
@@ -168,11 +168,11 @@ struct ProbeRule {
   uint32_t batch = 1;
   // priority=on|off: whether a capture with a site of this rule ends with
   // the job's kernel nodes one priority step above their own and tcgd's
-  // fingerprint nodes at the device's least (on; the graph must be
+  // fingerprint nodes at the device's least (on, the default; the graph must be
   // instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY, as
   // PyTorch's are): the fingerprints then take the SMs the job leaves free
   // instead of sharing them (docs/tensor.md, "Priorities").
-  bool priority = false;
+  bool priority = true;
   // chunks=N: how many chunks (blocks' shares) to cut a range into at most
   // below 2 MiB a chunk (32, 64, 128 or 256; 0: the build's, 64): more let a
   // node spread over more of the device, each chunk at least 64 KiB. Part of

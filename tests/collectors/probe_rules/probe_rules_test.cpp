@@ -155,7 +155,7 @@ TEST(ProbeRules, WhatEngineersType) {
     const ProbeRule p = parse("fingerprint:reuse=off").rules.at(0);
     EXPECT_FALSE(p.reuse);
     EXPECT_TRUE(p.overlap);
-    EXPECT_EQ(p.overlap_depth, 2u);  // two fingerprint nodes of a stream may be pending at once
+    EXPECT_EQ(p.overlap_depth, 4u);  // four fingerprint nodes of a stream may be pending at once
   }
   {
     const ProbeRule p = parse("fingerprint:overlap-depth=1").rules.at(0);
@@ -169,9 +169,9 @@ TEST(ProbeRules, WhatEngineersType) {
     EXPECT_TRUE(parse("record:publish=replay").rules.at(0).publish_replay);
   }
   {
-    // A stream's pending fingerprint nodes run one after another unless told
-    // to run side by side.
-    EXPECT_TRUE(parse("fingerprint").rules.at(0).chain);
+    // A stream's pending fingerprint nodes run side by side unless told to
+    // run one after another.
+    EXPECT_FALSE(parse("fingerprint").rules.at(0).chain);
     EXPECT_FALSE(parse("fingerprint:chain=off").rules.at(0).chain);
     EXPECT_TRUE(parse("fingerprint:chain=on").rules.at(0).chain);
   }
@@ -182,8 +182,8 @@ TEST(ProbeRules, WhatEngineersType) {
     EXPECT_EQ(parse("fingerprint:batch=32").rules.at(0).batch, 32u);
   }
   {
-    // The job's kernel nodes keep their priorities unless asked.
-    EXPECT_FALSE(parse("fingerprint").rules.at(0).priority);
+    // The job's kernel nodes go above tcgd's unless told not to.
+    EXPECT_TRUE(parse("fingerprint").rules.at(0).priority);
     EXPECT_TRUE(parse("fingerprint:priority=on").rules.at(0).priority);
     EXPECT_FALSE(parse("fingerprint:priority=off").rules.at(0).priority);
   }

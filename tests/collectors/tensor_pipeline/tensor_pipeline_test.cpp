@@ -758,11 +758,13 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
   for (const Case c : {Case{"fingerprint", "65536", 1, 0}, Case{"fingerprint:overlap=off", "65536", 1, 0},
                        Case{"fingerprint:publish=node", "65536", 0, 0}, Case{"fingerprint", "1", 1, 3},
                        Case{"fingerprint", "0", 0, 0},
-                       // Side by side (chain=off): the nodes that find no
-                       // partial left write their own slots, without the
-                       // stream's scratch region.
-                       Case{"fingerprint:chain=off", "65536", 1, 0}, Case{"fingerprint:chain=off", "1", 1, 3},
-                       Case{"fingerprint:chain=off", "0", 0, 0},
+                       // Side by side (chain=off, the default): the nodes that
+                       // find no partial left write their own slots, without
+                       // the stream's scratch region. One after another
+                       // (chain=on), sharing it.
+                       Case{"fingerprint:chain=off", "65536", 1, 0}, Case{"fingerprint:chain=on", "65536", 1, 0},
+                       Case{"fingerprint:chain=on", "1", 1, 3}, Case{"fingerprint:chain=on", "0", 0, 0},
+                       Case{"fingerprint:chain=on,overlap-depth=2,priority=off", "65536", 1, 0},
                        // Batches (batch=N): a *= 2 becomes a node when a *= 3
                        // would write what it reads; a *= 3 and b *= 5 share
                        // one, made a node by the batch's size (2) or by the
@@ -772,11 +774,13 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
                        // The arena's one partial goes to the first batch
                        // node; the two after it write their own slots.
                        Case{"fingerprint:batch=8", "1", 1, 2, 3},
-                       // priority=on: the same nodes and values, the job's
-                       // kernel nodes raised above tcgd's at the capture's end.
+                       // priority=on (the default): the same nodes and values,
+                       // the job's kernel nodes raised above tcgd's at the
+                       // capture's end; priority=off leaves them.
                        Case{"fingerprint:priority=on", "65536", 1, 0},
-                       Case{"fingerprint:chain=off,priority=on", "65536", 1, 0},
-                       Case{"fingerprint:batch=8,priority=on", "65536", 1, 0, 3}}) {
+                       Case{"fingerprint:priority=off", "65536", 1, 0},
+                       Case{"fingerprint:chain=on,priority=on", "65536", 1, 0},
+                       Case{"fingerprint:batch=8,priority=off", "65536", 1, 0, 3}}) {
     const char* rules = c.rules;
     SCOPED_TRACE(std::string(rules) + " TCGD_TENSOR_PARTIALS=" + c.partials);
     TempDir dir;
@@ -840,9 +844,9 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
     }
     // Four kernels, their fingerprint nodes and the publish node.
     EXPECT_EQ(run.values.at("nodes"), 4u + c.fingerprint_nodes + (per_node ? 0u : 1u));
-    // priority=on: the four kernels one step above the least, tcgd's at it;
-    // otherwise every node keeps its stream's (the least).
-    const bool raised = std::string(rules).find("priority=on") != std::string::npos;
+    // priority=on (the default): the four kernels one step above the least,
+    // tcgd's at it; priority=off: every node keeps its stream's (the least).
+    const bool raised = std::string(rules).find("priority=off") == std::string::npos;
     EXPECT_EQ(counter("priority_raised"), raised ? 4u : 0u);
     EXPECT_EQ(counter("priority_failed"), 0u);
     EXPECT_EQ(run.values.at("job_priority_above"), raised ? 4u : 0u);
@@ -872,11 +876,13 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
     uint64_t joins, written, unseen, depth, newest;
     uint32_t fingerprint_nodes = 4;  // one a site, unless batched
   };
-  for (const Case c : {Case{"fingerprint", "lane", 2, 2, 0, 0, 0}, Case{"fingerprint:overlap-depth=8", "lane", 2, 2, 0, 0, 0},
-                       Case{"fingerprint:overlap-depth=1", "lane", 3, 0, 0, 3, 0},
+  for (const Case c : {Case{"fingerprint:chain=on", "lane", 2, 2, 0, 0, 0}, Case{"fingerprint:chain=on,overlap-depth=8", "lane", 2, 2, 0, 0, 0},
+                       Case{"fingerprint:chain=on,overlap-depth=1", "lane", 3, 0, 0, 3, 0},
                        Case{"fingerprint:overlap=off", "lane", 0, 0, 0, 0, 0},
-                       Case{"fingerprint", "lane-opaque", 3, 0, 3, 0, 3},
-                       Case{"fingerprint:publish=node", "lane", 2, 2, 0, 0, 0},
+                       Case{"fingerprint:chain=on", "lane-opaque", 3, 0, 3, 0, 3},
+                       Case{"fingerprint:chain=on,publish=node", "lane", 2, 2, 0, 0, 0},
+                       // The defaults (chain=off, depth 4, priority=on).
+                       Case{"fingerprint", "lane", 2, 2, 0, 0, 0}, Case{"fingerprint", "lane-opaque", 3, 0, 3, 0, 3},
                        // chain=off: the nodes run side by side, each after its
                        // kernel alone; the same joins, and the same values.
                        Case{"fingerprint:chain=off", "lane", 2, 2, 0, 0, 0},
@@ -905,7 +911,7 @@ TEST_F(TensorPipeline, CapturedFingerprintsPendingSeveralKernelsDeepSeeTheirKern
                        // batched, for the first thread's batch made a node,
                        // and the second thread's batch becomes a node when
                        // the first thread ends the capture.
-                       Case{"fingerprint", "lane-threads", 1, 0, 0, 0, 0},
+                       Case{"fingerprint:chain=on", "lane-threads", 1, 0, 0, 0, 0},
                        Case{"fingerprint:chain=off", "lane-threads", 1, 0, 0, 0, 0},
                        Case{"fingerprint:batch=8", "lane-threads", 1, 0, 0, 0, 0, 2}}) {
     const char* rules = c.rules;
