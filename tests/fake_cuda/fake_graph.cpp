@@ -166,6 +166,22 @@ CUresult dependenciesOf(Graph& graph, const CUgraphNode* deps, size_t count,
   return CUDA_SUCCESS;
 }
 
+// A kernel node's spec from its parameters: a CUkernel comes in `kern`
+// (with `func` null), a CUfunction in `func`. `spec` keeps its other fields.
+CUresult kernelSpec(const CUDA_KERNEL_NODE_PARAMS_v2& params, NodeSpec* spec) {
+  auto f = params.kern != nullptr ? reinterpret_cast<CUfunction>(params.kern) : params.func;
+  if (!isKernel(f)) return CUDA_ERROR_INVALID_VALUE;
+  spec->type = CU_GRAPH_NODE_TYPE_KERNEL;
+  spec->function = f;
+  spec->grid[0] = params.gridDimX, spec->grid[1] = params.gridDimY, spec->grid[2] = params.gridDimZ;
+  spec->block[0] = params.blockDimX, spec->block[1] = params.blockDimY;
+  spec->block[2] = params.blockDimZ;
+  spec->shared_mem = params.sharedMemBytes;
+  if (const CUresult result = checkLaunchConfig(*spec); result != CUDA_SUCCESS) return result;
+  spec->params.clear();
+  return packParams(*reinterpret_cast<const Kernel*>(f), params.kernelParams, params.extra, false, &spec->params);
+}
+
 CUresult addKernelNode(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, size_t count,
                        const CUDA_KERNEL_NODE_PARAMS_v2& params) {
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -176,22 +192,8 @@ CUresult addKernelNode(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps
       result != CUDA_SUCCESS) {
     return result;
   }
-  // A CUkernel comes in `kern` (with `func` null); a CUfunction in `func`.
-  auto f = params.kern != nullptr ? reinterpret_cast<CUfunction>(params.kern) : params.func;
-  if (!isKernel(f)) return CUDA_ERROR_INVALID_VALUE;
   NodeSpec spec;
-  spec.type = CU_GRAPH_NODE_TYPE_KERNEL;
-  spec.function = f;
-  spec.grid[0] = params.gridDimX, spec.grid[1] = params.gridDimY, spec.grid[2] = params.gridDimZ;
-  spec.block[0] = params.blockDimX, spec.block[1] = params.blockDimY;
-  spec.block[2] = params.blockDimZ;
-  spec.shared_mem = params.sharedMemBytes;
-  if (const CUresult result = checkLaunchConfig(spec); result != CUDA_SUCCESS) return result;
-  if (const CUresult result = packParams(*reinterpret_cast<const Kernel*>(f), params.kernelParams,
-                                         params.extra, false, &spec.params);
-      result != CUDA_SUCCESS) {
-    return result;
-  }
+  if (const CUresult result = kernelSpec(params, &spec); result != CUDA_SUCCESS) return result;
   *out = reinterpret_cast<CUgraphNode>(graph->add(std::move(spec), dependencies));
   return CUDA_SUCCESS;
 }
@@ -202,21 +204,9 @@ CUresult addKernelNode(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps
 CUresult setKernelNode(CUgraphNode handle, const CUDA_KERNEL_NODE_PARAMS_v2& params) {
   Node* node = nodeOf(handle);
   if (node == nullptr || node->spec.type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
-  auto f = params.kern != nullptr ? reinterpret_cast<CUfunction>(params.kern) : params.func;
-  if (!isKernel(f)) return CUDA_ERROR_INVALID_VALUE;
   NodeSpec spec = node->spec;
-  spec.function = f;
-  spec.grid[0] = params.gridDimX, spec.grid[1] = params.gridDimY, spec.grid[2] = params.gridDimZ;
-  spec.block[0] = params.blockDimX, spec.block[1] = params.blockDimY;
-  spec.block[2] = params.blockDimZ;
-  spec.shared_mem = params.sharedMemBytes;
-  if (const CUresult result = checkLaunchConfig(spec); result != CUDA_SUCCESS) return result;
-  spec.params.clear();
-  const auto* kernel = reinterpret_cast<const Kernel*>(f);
-  if (const CUresult result = packParams(*kernel, params.kernelParams, params.extra, false, &spec.params);
-      result != CUDA_SUCCESS) {
-    return result;
-  }
+  if (const CUresult result = kernelSpec(params, &spec); result != CUDA_SUCCESS) return result;
+  const auto* kernel = reinterpret_cast<const Kernel*>(spec.function);
   std::lock_guard lock(node->graph->mutex);
   node->spec = std::move(spec);
   node->param_ptrs.clear();
