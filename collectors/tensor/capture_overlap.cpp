@@ -1,7 +1,6 @@
 #include "collectors/tensor/capture_overlap.h"
 
 #include <algorithm>
-
 #include <cstring>
 
 #include "collectors/tensor/collector_state.h"
