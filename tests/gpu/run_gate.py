@@ -58,13 +58,29 @@ class Run:
         return self.stdout.strip() or None
 
 
+class _Rows(list):
+    """The gate's case results; each is also printed as it comes (flushed),
+    with its failed checks, so that a run cut by a time limit still says
+    which cases finished and how. The details and the summary come at the
+    end as before."""
+
+    def append(self, row):
+        super().append(row)
+        name, ok, checks, secs = row
+        print(f"done {name} {'PASS' if ok else 'FAIL'} {sum(1 for c in checks if c[0])}/{len(checks)} "
+              f"({secs:.1f}s)", flush=True)
+        for good, what in checks:
+            if not good:
+                print(f"   [FAIL] {what}", flush=True)
+
+
 class Gate:
     def __init__(self, build, out):
         self.build = Path(build).resolve()
         self.out = Path(out).resolve()
         self.lib = self.build / "lib" / "libtcgd.so"
         self.analyze = self.build / "bin" / "tcgd-analyze"
-        self.rows = []
+        self.rows = _Rows()
         self.out.mkdir(parents=True, exist_ok=True)  # summary.json even when no case ran
 
     def env(self, agent, case_dir=None, truth=None, extra=None):
