@@ -72,6 +72,15 @@ inline constexpr uint32_t siteWaits(uint32_t flags, uint64_t site, uint64_t wait
   const uint64_t delta = waited_site == 0 || waited_site >= site ? 0 : site - waited_site;
   return (flags & kSiteWaitsBits) | static_cast<uint32_t>(delta < kWaitedFar ? delta : kWaitedFar) << 8;
 }
+// The reader's side: TensorSite.waits and .waited_site of a header (0: none,
+// or further back than the field holds).
+inline constexpr uint32_t siteWaitsFlags(uint32_t waits) { return waits & kSiteWaitsBits; }
+inline constexpr uint64_t siteWaitedSite(uint32_t waits, uint64_t site) {
+  const uint32_t delta = waits >> 8;
+  return delta == 0 || delta == kWaitedFar || delta >= site ? 0 : site - delta;
+}
+static_assert(siteWaitsFlags(siteWaits(5, 100, 98)) == 5 && siteWaitedSite(siteWaits(5, 100, 98), 100) == 98 &&
+              siteWaitedSite(siteWaits(1, 100, 0), 100) == 0);
 static_assert(sizeof(SiteBlobHeader) == 152);
 
 struct SiteBlobRange {

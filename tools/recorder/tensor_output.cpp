@@ -94,11 +94,8 @@ void fillSite(uint64_t sequence, const channel::Record& r, const proto::SiteBlob
   s->set_copy_bytes(h.copy_bytes);
   s->set_copy_source(h.copy_source);
   s->set_copy_kind(h.copy_kind);
-  if (h.waits != 0) {
-    s->set_waits(h.waits & proto::kSiteWaitsBits);
-    const uint32_t delta = h.waits >> 8;
-    if (delta != 0 && delta != proto::kWaitedFar && delta < h.site) s->set_waited_site(h.site - delta);
-  }
+  s->set_waits(proto::siteWaitsFlags(h.waits));
+  s->set_waited_site(proto::siteWaitedSite(h.waits, h.site));
   if (v.hasCheck()) {
     bundle::ProbeCheck* c = s->mutable_check();
     for (size_t i = 0; i < v.shape().expected_blobs; ++i) c->add_expected_blobs(v.expectedBlob(i));
