@@ -154,7 +154,7 @@ if (( trace )); then
   done
 fi
 if (( ${#only[@]} )); then
-  (cd tests/gpu && python3 run_gate.py --build ../../build-gpu --out "$work/cases" --no-bench --only "${only[@]}") \
+  (cd tests/gpu && python3 -u run_gate.py --build ../../build-gpu --out "$work/cases" --no-bench --only "${only[@]}") \
     >"$out/cases.log" 2>&1 || status=1
   rows+=("cases: $(grep -cE "^\S+ +PASS " "$out/cases.log") PASS, $(grep -cE "^\S+ +FAIL " "$out/cases.log") FAIL (cases.log)")
 fi
