@@ -95,10 +95,10 @@ if(NOT TCGD_FINGERPRINT_UNROLL MATCHES "^[48]$")
 endif()
 
 # Blocks per SM the kernel is compiled to fit (fingerprint.cu,
-# __launch_bounds__): 4 holds it to 64 registers a thread, where ptxas spills
-# (CUDA 13, sm_90); 2 gives it 96 and no spills, to measure against 4
-# (docs/development.md). Every bit of a slot is the same.
-set(TCGD_FINGERPRINT_MIN_BLOCKS 4 CACHE STRING "Blocks per SM the fingerprint kernel is compiled to fit (1, 2 or 4)")
+# __launch_bounds__): 2 gives it 96 registers a thread and no spills; 4 holds
+# it to 64, where ptxas spills (CUDA 13, sm_90), and measured slower
+# (docs/performance.md). Every bit of a slot is the same.
+set(TCGD_FINGERPRINT_MIN_BLOCKS 2 CACHE STRING "Blocks per SM the fingerprint kernel is compiled to fit (1, 2 or 4)")
 if(NOT TCGD_FINGERPRINT_MIN_BLOCKS MATCHES "^[124]$")
   message(FATAL_ERROR "TCGD_FINGERPRINT_MIN_BLOCKS=${TCGD_FINGERPRINT_MIN_BLOCKS}: expected 1, 2 or 4")
 endif()

@@ -57,12 +57,12 @@ constexpr uint32_t kVectorBytes = 16;
 #endif
 constexpr uint32_t kUnroll = TCGD_FINGERPRINT_UNROLL;
 static_assert(kUnroll == 4 || kUnroll == 8, "TCGD_FINGERPRINT_UNROLL: 4 or 8");
-// Blocks per SM the kernel is compiled to fit (__launch_bounds__ below): 4
-// holds it to 64 registers a thread, at which ptxas spills a little; the
-// build option TCGD_FINGERPRINT_MIN_BLOCKS=2 gives it 96 and no spills
-// (docs/development.md), under measurement.
+// Blocks per SM the kernel is compiled to fit (__launch_bounds__ below): 2
+// gives it 96 registers a thread and no spills; 4 (the build option
+// TCGD_FINGERPRINT_MIN_BLOCKS=4) holds it to 64, at which ptxas spills, and
+// was measured slower on an H100 (docs/performance.md).
 #ifndef TCGD_FINGERPRINT_MIN_BLOCKS
-#define TCGD_FINGERPRINT_MIN_BLOCKS 4
+#define TCGD_FINGERPRINT_MIN_BLOCKS 2
 #endif
 static_assert(TCGD_FINGERPRINT_MIN_BLOCKS == 1 || TCGD_FINGERPRINT_MIN_BLOCKS == 2 || TCGD_FINGERPRINT_MIN_BLOCKS == 4,
               "TCGD_FINGERPRINT_MIN_BLOCKS: 1, 2 or 4");
