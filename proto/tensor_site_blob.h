@@ -65,6 +65,10 @@ struct SiteBlobHeader {
   // TensorSite.waits in the low 8 bits; the site minus TensorSite.waited_site
   // above them (0: none; kWaitedFar: further back than the field holds).
   uint32_t waits;
+  // TensorSite.workspace_words: parameter words that named a library's
+  // workspace, which tcgd does not fingerprint.
+  uint32_t workspace_words;
+  uint32_t reserved;
 };
 inline constexpr uint32_t kSiteWaitsBits = 0xff;
 inline constexpr uint32_t kWaitedFar = 0xffffff;
@@ -81,7 +85,7 @@ inline constexpr uint64_t siteWaitedSite(uint32_t waits, uint64_t site) {
 }
 static_assert(siteWaitsFlags(siteWaits(5, 100, 98)) == 5 && siteWaitedSite(siteWaits(5, 100, 98), 100) == 98 &&
               siteWaitedSite(siteWaits(1, 100, 0), 100) == 0);
-static_assert(sizeof(SiteBlobHeader) == 152);
+static_assert(sizeof(SiteBlobHeader) == 160);
 
 struct SiteBlobRange {
   uint64_t ptr;

@@ -739,6 +739,7 @@ void finishProbe(const Probe& p, ScanResult& scan, Scratch& scratch) {
   h.shape_bytes = p.has_shape ? static_cast<uint32_t>(proto::siteShapeBytes(p.ndim, p.expected_blobs)) : 0;
   h.reuse_count = reuse_count;
   h.waits = proto::siteWaits(waits, site, plan.waited_site);
+  h.workspace_words = scan.ranges_workspace;
   const size_t bytes = proto::siteBlobBytes(scan.range_count, scan.pointer_count, h.shape_bytes, reuse_count);
   std::memcpy(scratch.blob, &h, sizeof(h));
   std::memcpy(scratch.blob + sizeof(h), scan.ranges, scan.range_count * sizeof(SiteBlobRange));

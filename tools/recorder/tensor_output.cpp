@@ -96,6 +96,7 @@ void fillSite(uint64_t sequence, const channel::Record& r, const proto::SiteBlob
   s->set_copy_kind(h.copy_kind);
   s->set_waits(proto::siteWaitsFlags(h.waits));
   s->set_waited_site(proto::siteWaitedSite(h.waits, h.site));
+  s->set_workspace_words(h.workspace_words);
   if (v.hasCheck()) {
     bundle::ProbeCheck* c = s->mutable_check();
     for (size_t i = 0; i < v.shape().expected_blobs; ++i) c->add_expected_blobs(v.expectedBlob(i));

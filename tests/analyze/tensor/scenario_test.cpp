@@ -115,6 +115,41 @@ TEST(TensorScenario, RandomNumbersCarryThroughWorkspacesAndCopies) {
   EXPECT_GT(o.comparison.scan.explained_by_random, 0u);
 }
 
+TEST(TensorScenario, RandomNumbersCarryThroughALibraryWorkspace) {
+  // The split-K GEMM's reduction writes z from partial sums in a workspace
+  // the agent does not fingerprint: its observed inputs are equal and its
+  // output differs. The random numbers its GEMM read explain it.
+  Scenario s{Bug::kDropout};
+  s.split_k = true;
+  const Outcome o = analyse(s);
+  EXPECT_EQ(o.first, nullptr) << causeKey(o.first->cause) << " at " << o.reference_kernel;
+  ASSERT_EQ(o.comparison.scan.random.size(), 1u);
+  EXPECT_GT(o.comparison.scan.explained_by_random, 0u);
+}
+
+TEST(TensorScenario, ASplitKGemmAloneDoesNotDiverge) {
+  Scenario s{Bug::kNone};
+  s.split_k = true;
+  const Outcome o = analyse(s);
+  EXPECT_EQ(o.first, nullptr) << causeKey(o.first->cause) << " at " << o.reference_kernel;
+  EXPECT_EQ(o.comparison.scan.different, 0u);
+}
+
+TEST(TensorScenario, BugsAroundASplitKGemmAreStillFound) {
+  // The workspace explains random numbers only: a stale input upstream of
+  // the GEMM and a baked learning rate are found as without it.
+  Scenario stale{Bug::kStaleInput};
+  stale.split_k = true;
+  const Outcome a = analyse(stale);
+  ASSERT_NE(a.first, nullptr);
+  EXPECT_EQ(a.first->cause, Cause::kStaleInput) << causeKey(a.first->cause) << " at " << a.reference_kernel;
+  Scenario baked{Bug::kBakedScalar};
+  baked.split_k = true;
+  const Outcome b = analyse(baked);
+  ASSERT_NE(b.first, nullptr);
+  EXPECT_EQ(b.first->cause, Cause::kScalarBaked) << causeKey(b.first->cause) << " at " << b.reference_kernel;
+}
+
 TEST(TensorScenario, DropoutIsExpectedToDiffer) {
   const Outcome o = analyse(Scenario{Bug::kDropout});
   EXPECT_EQ(o.first, nullptr) << causeKey(o.first->cause) << " at " << o.reference_kernel;

@@ -17,6 +17,8 @@ constexpr const char* kSgdName = "_Z10sgd_updatePKfPfd";
 constexpr const char* kDropoutName = "_Z20fused_dropout_kernelPKfPf";
 constexpr const char* kGemmWsName = "_Z11gemm_kernelPKfS0_PfS1_";
 constexpr const char* kStackName = "_Z12stack_kernelPKfPf";
+constexpr const char* kSplitKGemmName = "_Z17splitk_gemm_kernelPKfS0_Pv";
+constexpr const char* kSplitKReduceName = "_Z19splitKreduce_kernelPfPv";
 
 Values batch(uint32_t iteration) {
   Values v(kWidth);
@@ -28,14 +30,16 @@ double learningRate(const Scenario& s, uint32_t iteration) {
   return s.bug == Bug::kBakedScalar ? 0.1 * std::pow(0.9, iteration) : 0.05;
 }
 
+// `workspace`: a buffer the GEMM fills half of (kNoWorkspace: none).
+constexpr uint32_t kNoWorkspace = 0xffffffffu;
+
 struct Buffers {
   uint32_t x, h, y, pad, loss, grad;
+  uint32_t z = kNoWorkspace;  // the split-K GEMM's output (Scenario::split_k)
 };
 
 // One training step on `b`; `zero_pad` says whether the program zeroes the
 // pad buffer first; `gelu` which branch it takes.
-// `workspace`: a buffer the GEMM fills half of (kNoWorkspace: none).
-constexpr uint32_t kNoWorkspace = 0xffffffffu;
 
 void step(TensorSim& sim, const Buffers& b, uint32_t weights, double lr, bool zero_pad, bool gelu, bool dropout,
           uint32_t workspace = kNoWorkspace) {
@@ -55,7 +59,21 @@ void step(TensorSim& sim, const Buffers& b, uint32_t weights, double lr, bool ze
       for (float& v : *out[0]) v = (rng() & 1) != 0 ? v / static_cast<float>(1 - scalars[0]) : 0.0f;
     });
   }
-  sim.launch(gelu ? kGeluName : kReluName, {b.h}, {b.y}, {}, [gelu](const auto& in, const auto& out, const auto&, auto&) {
+  if (b.z != kNoWorkspace) {
+    sim.fill(b.z, 0.0f);
+    sim.libraryLaunch(kSplitKGemmName, {b.h, weights}, {}, {}, [](const auto& in, const auto& out, const auto&, auto&) {
+      Values& partials = *out.back();
+      for (uint32_t i = 0; i < kWidth; ++i) {
+        partials[i] = 0.75f * (*in[0])[i] * (*in[1])[i];
+        partials[kWidth + i] = 0.25f * (*in[0])[i] * (*in[1])[i];
+      }
+    });
+    sim.libraryLaunch(kSplitKReduceName, {}, {b.z}, {}, [](const auto& in, const auto& out, const auto&, auto&) {
+      const Values& partials = *in.back();
+      for (uint32_t i = 0; i < kWidth; ++i) (*out[0])[i] = partials[i] + partials[kWidth + i];
+    });
+  }
+  sim.launch(gelu ? kGeluName : kReluName, {b.z != kNoWorkspace ? b.z : b.h}, {b.y}, {}, [gelu](const auto& in, const auto& out, const auto&, auto&) {
     for (uint32_t i = 0; i < kWidth; ++i) {
       const float v = (*in[0])[i];
       (*out[0])[i] = gelu ? v / (1 + std::exp(-1.702f * v)) : std::max(v, 0.0f);
@@ -122,6 +140,7 @@ void runTraining(TensorSim& sim, const Scenario& s, bool graph) {
     for (uint32_t it = 0; it < s.warmup + s.steps; ++it) {
       if (s.step_points) sim.point("step");
       Buffers b{sim.alloc(kWidth), sim.alloc(kWidth), sim.alloc(kWidth), sim.alloc(kPad, 7.0f), sim.alloc(1), sim.alloc(kWidth)};
+      if (s.split_k) b.z = sim.alloc(kWidth);
       sim.copyIn(b.x, batch(it));
       const bool gelu = s.bug == Bug::kFrozenBranch && it >= s.warmup + 2;
       const uint32_t ws = s.workspace ? sim.alloc(kWidth, 3.0f) : kNoWorkspace;
@@ -129,6 +148,7 @@ void runTraining(TensorSim& sim, const Scenario& s, bool graph) {
       if (s.clone_loss && it >= s.warmup) clones.push_back(clone(sim, b.loss));
       if (ws != kNoWorkspace) sim.free(ws);
       for (const uint32_t buffer : {b.x, b.h, b.y, b.pad, b.loss, b.grad}) sim.free(buffer);
+      if (b.z != kNoWorkspace) sim.free(b.z);
     }
     if (s.clone_loss) stackLosses(sim, clones);
     return;
@@ -136,6 +156,7 @@ void runTraining(TensorSim& sim, const Scenario& s, bool graph) {
   // Static buffers for warm-up and capture; the captured step's pad lives in
   // the graph's pool, where another tensor left NaNs.
   Buffers b{sim.alloc(kWidth), sim.alloc(kWidth), sim.alloc(kWidth), sim.alloc(kPad, 7.0f), sim.alloc(1), sim.alloc(kWidth)};
+  if (s.split_k) b.z = sim.alloc(kWidth);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   Buffers captured = b;
   if (s.bug == Bug::kPaddingRows) captured.pad = sim.alloc(kPad, nan);

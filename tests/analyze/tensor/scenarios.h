@@ -1,7 +1,8 @@
 // A small training loop run on TensorSim, eager and as a captured graph,
 // with each planted bug of the first-divergence analysis:
 //
-//   step(x):  h = gemm(x, W)  [dropout(h)]  y = relu(h) (gelu: the other branch)
+//   step(x):  h = gemm(x, W)  [dropout(h)]  [z = 0; z = split-K gemm(h, W)]
+//             y = relu(h or z) (gelu: the other branch)
 //             pad = zeros(32); pad[0:16] = y       (fill, pad_rows)
 //             loss = reduce(pad); g = grad(x, pad); W -= lr * g
 //
@@ -48,6 +49,12 @@ struct Scenario {
   // a captured kernel's input an earlier node fingerprinted is not
   // fingerprinted again. The analysis must find the same.
   bool reuse = false;
+  // A split-K GEMM between dropout and relu, as cuBLAS runs one: its first
+  // kernel leaves partial sums in the library's workspace, which the agent
+  // does not fingerprint, and its reduction kernel reads them and writes z
+  // (zeroed before); relu reads z. Nothing observed carries h's random
+  // numbers into z: only the workspace does (TensorSite.workspace_words).
+  bool split_k = false;
 };
 
 // The eager (graph = false) or graph run of the scenario.

@@ -183,6 +183,17 @@ void TensorSim::findReuses(Site& site) const {
 
 void TensorSim::launch(const std::string& name, const std::vector<uint32_t>& inputs,
                        const std::vector<uint32_t>& outputs, const std::vector<double>& scalars, Kernel kernel) {
+  addLaunch(name, inputs, outputs, scalars, std::move(kernel), false);
+}
+
+void TensorSim::libraryLaunch(const std::string& name, const std::vector<uint32_t>& inputs,
+                              const std::vector<uint32_t>& outputs, const std::vector<double>& scalars, Kernel kernel) {
+  addLaunch(name, inputs, outputs, scalars, std::move(kernel), true);
+}
+
+void TensorSim::addLaunch(const std::string& name, const std::vector<uint32_t>& inputs,
+                          const std::vector<uint32_t>& outputs, const std::vector<double>& scalars, Kernel kernel,
+                          bool workspace) {
   Site site;
   site.kind = 1;
   site.function = kernelHandle(name, 1);
@@ -202,8 +213,13 @@ void TensorSim::launch(const std::string& name, const std::vector<uint32_t>& inp
     const uint64_t address = buffers_[b].address;
     params.append(reinterpret_cast<const char*>(&address), 8);
   }
+  if (workspace) {
+    params.append(reinterpret_cast<const char*>(&kWorkspaceAddress), 8);
+    ++param;
+  }
   for (const double s : scalars) params.append(reinterpret_cast<const char*>(&s), 8);
   kernel_params_[site.function] = param + static_cast<uint32_t>(scalars.size());
+  site.workspace = workspace;
   site.scalars = scalars;
   site.params_blob = paramsBlob(params);
   site.params_bytes = static_cast<uint32_t>(params.size());
@@ -274,6 +290,10 @@ void TensorSim::run(const Site& site, uint32_t) {
     } else {
       out.push_back(&buffers_[site.buffers[i]].data);
     }
+  }
+  if (site.workspace) {
+    in.push_back(&workspace_);
+    out.push_back(&workspace_);
   }
   site.kernel(in, out, site.scalars, site.capture != 0 ? graph_rng_ : rng_);
 }
@@ -346,6 +366,7 @@ void TensorSim::writeSite(const Site& s, bundle::TensorSite* t) const {
   t->set_copy_bytes(s.copy_bytes);
   t->set_copy_source(s.copy_source);
   t->set_copy_kind(s.copy_kind);
+  if (s.workspace) t->set_workspace_words(1);
   if (s.capture != 0) t->set_replay_last(0xffffffffu);
   std::vector<uint32_t> ranges;
   for (size_t i = 0; i < s.buffers.size(); ++i) {

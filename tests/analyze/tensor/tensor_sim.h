@@ -54,6 +54,14 @@ class TensorSim {
   // output may also be read: in place), then one 8-byte double per scalar.
   void launch(const std::string& name, const std::vector<uint32_t>& inputs, const std::vector<uint32_t>& outputs,
               const std::vector<double>& scalars, Kernel kernel);
+  // A kernel of a library call that also uses the library's workspace
+  // (cuBLAS's), which the agent leaves out of fingerprints: a parameter word
+  // after the pointers holds the workspace's address and names no range
+  // (TensorSite.workspace_words 1), and `kernel` gets the workspace as its
+  // last input and its last output. One workspace, as one stream's cuBLAS
+  // handle has.
+  void libraryLaunch(const std::string& name, const std::vector<uint32_t>& inputs,
+                     const std::vector<uint32_t>& outputs, const std::vector<double>& scalars, Kernel kernel);
   // cudaMemcpyAsync host to device (`values` become the buffer's content),
   // device to device, and cudaMemsetAsync (D32) to `value`.
   void copyIn(uint32_t buffer, const Values& values);
@@ -118,6 +126,7 @@ class TensorSim {
     uint64_t copy_bytes = 0, copy_source = 0;
     uint32_t copy_kind = 0;
     Kernel kernel;           // kernels
+    bool workspace = false;  // kernels: libraryLaunch
     uint32_t source = 0;     // copies: the source buffer
     Values payload;          // copies in: the bytes; sets: one value
     bool from_host = false;
@@ -155,6 +164,8 @@ class TensorSim {
   uint64_t kernelHandle(const std::string& name, uint32_t kind);
   uint64_t paramsBlob(const std::string& bytes);
   void addSite(Site site);
+  void addLaunch(const std::string& name, const std::vector<uint32_t>& inputs, const std::vector<uint32_t>& outputs,
+                 const std::vector<double>& scalars, Kernel kernel, bool workspace);
   void findReuses(Site& site) const;
   void run(const Site& site, uint32_t exec);
   void observe(const Site& site, uint32_t exec);
@@ -165,6 +176,8 @@ class TensorSim {
   std::mt19937 rng_;
   std::mt19937 graph_rng_;
   std::vector<Buffer> buffers_;
+  Values workspace_ = Values(64, 0.0f);  // libraryLaunch's workspace
+  static constexpr uint64_t kWorkspaceAddress = 0x7e0000000000ull;
   std::map<uint32_t, std::vector<uint64_t>> free_lists_;  // elements -> freed addresses, latest last
   uint64_t next_address_ = 0x7f0000000000ull;
   std::vector<Site> sites_;

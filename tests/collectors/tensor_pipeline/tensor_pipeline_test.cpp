@@ -673,6 +673,12 @@ TEST_F(TensorPipeline, WordsInsideCublasWorkspaceAreLeftOutUnlessAskedFor) {
         if (r.ptr() >= w && r.ptr() < w + 65536) ++n;
     return n;
   };
+  // TensorSite.workspace_words: the analysis follows data through them.
+  const auto workspaceWords = [](const TensorBundle& b) {
+    uint64_t n = 0;
+    for (const auto& s : b.sites) n += s.workspace_words();
+    return n;
+  };
   {
     TempDir dir;
     const ProgramRun run = runUnderAgent(dir, "fingerprint", "workspace");
@@ -682,6 +688,7 @@ TEST_F(TensorPipeline, WordsInsideCublasWorkspaceAreLeftOutUnlessAskedFor) {
     ASSERT_FALSE(b.counters.empty());
     EXPECT_EQ(b.counters.back().skipped().at("ranges_workspace"), 2u);
     EXPECT_EQ(workspaceSites(b, run.values.at("workspace")), 0u);
+    EXPECT_EQ(workspaceWords(b), 2u);
     EXPECT_EQ(b.sites.size(), 5u);  // both launches are still sites, with no range
   }
   {
@@ -692,6 +699,7 @@ TEST_F(TensorPipeline, WordsInsideCublasWorkspaceAreLeftOutUnlessAskedFor) {
     ASSERT_FALSE(b.counters.empty());
     EXPECT_EQ(b.counters.back().skipped().count("ranges_workspace") ? b.counters.back().skipped().at("ranges_workspace") : 0u, 0u);
     EXPECT_EQ(workspaceSites(b, run.values.at("workspace")), 2u);
+    EXPECT_EQ(workspaceWords(b), 0u);
   }
 }
 
@@ -725,6 +733,8 @@ TEST_F(TensorPipeline, CudnnWorkspaceIsScratchDuringTheExecutionOnly) {
         return ptrs;
       };
       EXPECT_EQ(starts(sites[0]), on ? std::vector<uint64_t>{w + 1024} : std::vector<uint64_t>{});
+      EXPECT_EQ(sites[0]->workspace_words(), on ? 0u : 1u);
+      EXPECT_EQ(sites[2]->workspace_words(), 0u);
       EXPECT_EQ(starts(sites[1]), std::vector<uint64_t>{a});
       EXPECT_EQ(starts(sites[2]), std::vector<uint64_t>{w + 1024});
     }

@@ -213,6 +213,7 @@ void appendTensorSiteText(const bundle::TensorSite& s, std::string* out) {
   fmt::format_to(it, " status={} rule={} params_blob={} params_bytes={} ranges={} ranges_dropped={}", s.status(),
                  s.rule(), s.params_blob(), s.params_bytes(), s.ranges_size(), s.ranges_dropped());
   if (s.waits() != 0 || s.waited_site() != 0) fmt::format_to(it, " waits={} waited_site={}", s.waits(), s.waited_site());
+  if (s.workspace_words() != 0) fmt::format_to(it, " workspace_words={}", s.workspace_words());
   if (s.pointer_offsets_size() != 0) {
     fmt::format_to(it, " pointer_offsets={} pointer_ranges={}", joined(s.pointer_offsets()),
                    joined(s.pointer_ranges()));
@@ -276,6 +277,7 @@ void appendTensorSiteJson(const bundle::TensorSite& s, std::string* out) {
   json.key("copy_kind").value(s.copy_kind());
   json.key("waits").value(s.waits());
   json.key("waited_site").value(s.waited_site());
+  json.key("workspace_words").value(s.workspace_words());
   json.endObject();
   out->push_back('\n');
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <utility>
 
 #include "tensor/divergence_detail.h"
 
@@ -344,6 +345,46 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
     }
     return any ? source : kScratchTaint;
   };
+  // A library's workspace (TensorSite.workspace_words: cuBLAS's, which the
+  // agent leaves out of fingerprints) carries data no observation shows: a
+  // split-K GEMM's kernel leaves its partial sums there and the reduction
+  // after it reads them. Per side and stream, the random entry whose data
+  // the last launch naming a workspace left (kNone32: none): a reduction
+  // whose observed inputs are equal but whose output differs is explained
+  // by the random numbers its GEMM's inputs carried. Recorded after the
+  // launch's own taint is known, at the next pair.
+  std::unordered_map<uint64_t, uint32_t> workspace_taint[2];
+  uint32_t workspace_pair = kNone32;
+  const auto recordWorkspace = [&](uint32_t p) {
+    const LaunchPair& lp = runs.alignment.pairs[p];
+    for (int side = 0; side < 2; ++side) {
+      const uint32_t launch = side == 0 ? lp.reference : lp.candidate;
+      if (launch == kNone32) continue;
+      const RunSite& site = runs.run(side).site(runs.run(side).launches()[launch].site);
+      if (site.workspace_words == 0) continue;
+      workspace_taint[side][site.stream] = tainted_writer(side, launch) ? launch_taint[side][launch] : kNone32;
+    }
+  };
+  const auto namesWorkspace = [&](uint32_t p) {
+    const LaunchPair& lp = runs.alignment.pairs[p];
+    for (int side = 0; side < 2; ++side) {
+      const uint32_t launch = side == 0 ? lp.reference : lp.candidate;
+      if (launch != kNone32 && runs.run(side).site(runs.run(side).launches()[launch].site).workspace_words != 0)
+        return true;
+    }
+    return false;
+  };
+  // The random entry whose data the workspace a launch names carries (kNone32: none).
+  const auto workspaceSource = [&](const LaunchPair& pair) -> uint32_t {
+    for (int side = 0; side < 2; ++side) {
+      const uint32_t launch = side == 0 ? pair.reference : pair.candidate;
+      const RunSite& site = runs.run(side).site(runs.run(side).launches()[launch].site);
+      if (site.workspace_words == 0) continue;
+      const auto it = workspace_taint[side].find(site.stream);
+      if (it != workspace_taint[side].end() && it->second != kNone32 && it->second != kScratchTaint) return it->second;
+    }
+    return kNone32;
+  };
   std::vector<uint32_t> random_of_key(runs.keys.size(), kNone32);
   std::unordered_map<uint64_t, uint32_t> cell_index;  // (step, key) -> scan.cells
   std::unordered_map<uint32_t, uint32_t> random_index;  // key -> scan.random_kernels
@@ -370,6 +411,8 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
         }
         ++next_replacement;
       }
+      if (workspace_pair != kNone32) recordWorkspace(std::exchange(workspace_pair, kNone32));
+      if (namesWorkspace(p)) workspace_pair = p;
       const LaunchPair& pair = alignment.pairs[p];
       if (!pair.both()) continue;
       const QuickCounts q = quickCompare(runs, p, options.metrics);
@@ -419,7 +462,9 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
             mark(lc, entry == kNone32 ? kNone32 - 1 : entry);
           } else {
             const std::vector<size_t> inputs = explainingInputs(runs, lc);
-            const uint32_t source = inputs.empty() ? kNone32 : carriedSource(lc, pair, inputs);
+            uint32_t source = inputs.empty() ? kNone32 : carriedSource(lc, pair, inputs);
+            const uint32_t workspace = workspaceSource(pair);
+            if (workspace != kNone32 && (inputs.empty() || source == kScratchTaint)) source = workspace;
             if (source != kNone32 && source != kScratchTaint) mark(lc, source);
           }
         }
@@ -447,9 +492,11 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
       }
       const std::vector<size_t> inputs = explainingInputs(runs, lc);
       const bool copy = runs.reference.site(runs.reference.launches()[pair.reference].site).kind == LaunchKind::kCopy;
-      if ((!inputs.empty() || copy) && !taint[0].empty()) {
+      const uint32_t workspace = taint[0].empty() ? kNone32 : workspaceSource(pair);
+      if ((!inputs.empty() || copy || workspace != kNone32) && !taint[0].empty()) {
         uint32_t source = inputs.empty() ? kNone32 : carriedSource(lc, pair, inputs);
         if (copy && (inputs.empty() || source == kScratchTaint)) source = copiedSource(pair);
+        if (workspace != kNone32 && (inputs.empty() || source == kScratchTaint)) source = workspace;
         const bool all = source != kNone32 && source != kScratchTaint, any = all;
         if (all && any) {
           // Random numbers explain it. Its scalar words are not asked: ATen's

@@ -133,7 +133,7 @@ bool readSite(const uint8_t* begin, const uint8_t* end, TensorRunParts* parts, s
       if (!readRepeated(c, wire, field == 19 ? scratch_offsets : scratch_ranges)) return false;
       continue;
     }
-    if (wire != kVarint || field < 1 || field > 28) {
+    if (wire != kVarint || field < 1 || (field > 28 && field != 32)) {
       if (!c.skip(wire)) return false;
       continue;
     }
@@ -163,6 +163,7 @@ bool readSite(const uint8_t* begin, const uint8_t* end, TensorRunParts* parts, s
       case 26: s.copy_bytes = v; break;
       case 27: s.copy_source = v; break;
       case 28: s.copy_kind = u32; break;
+      case 32: s.workspace_words = u32; break;
       default: break;
     }
   }

@@ -146,6 +146,7 @@ void addSite(const bundle::TensorSite& s, TensorRunParts* parts) {
   site.copy_bytes = s.copy_bytes();
   site.copy_source = s.copy_source();
   site.copy_kind = s.copy_kind();
+  site.workspace_words = s.workspace_words();
   site.first_range = static_cast<uint32_t>(parts->ranges.size());
   site.range_count = static_cast<uint32_t>(s.ranges_size());
   for (const bundle::TensorRange& r : s.ranges()) {

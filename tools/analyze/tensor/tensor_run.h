@@ -97,6 +97,7 @@ struct RunSite {
   uint64_t copy_bytes = 0;
   uint64_t copy_source = 0;
   uint32_t copy_kind = 0;
+  uint32_t workspace_words = 0;  // parameter words naming a library workspace (not observed)
   // Into TensorRun::ranges() and pointers().
   uint32_t first_range = 0;
   uint32_t range_count = 0;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -235,13 +236,26 @@ std::string causeText(const RunComparison& c, const Divergence& d) {
   const RangeCompare* rc = d.argument != kNone32 ? &d.launch.ranges[d.argument] : nullptr;
   const std::string arg = rc != nullptr ? argumentText(c, d.pair, *rc) : "an argument";
   switch (d.cause) {
-    case Cause::kThisKernel:
-      return fmt::format(
+    case Cause::kThisKernel: {
+      std::string text = fmt::format(
           "Its inputs are equal on both sides and so are its scalar parameters ({} words compared, {} pointer words "
           "masked), but {} differs: this kernel computes differently here (nondeterministic accumulation, bytes it "
           "does not write, or another algorithm). No two launches of it with equal inputs were seen to differ "
           "within one run.",
           d.params.scalar_words, d.params.pointer_words, arg);
+      const auto workspace_words = [&](int side) {
+        const TensorRun& run = runOf(c, side);
+        return run.site(run.launches()[sideLaunch(c, side, d.pair)].site).workspace_words;
+      };
+      const uint32_t words = std::max(workspace_words(0), workspace_words(1));
+      if (words != 0)
+        text += fmt::format(
+            " It also reads a library's workspace ({} parameter word(s)), which tcgd leaves out of fingerprints: "
+            "what an earlier kernel of the same library call left there (a split-K GEMM's partial sums) is not "
+            "compared. The rule key workspaces=on observes it.",
+            words);
+      return text;
+    }
     case Cause::kScalarBaked: {
       const bool captured = c.candidate->site(c.candidate->launches()[sideLaunch(c, 1, d.pair)].site).captured();
       if (d.params.differing.empty() && !d.moved.empty()) return movedPointerText(d, arg, captured);
