@@ -4,7 +4,9 @@
 // overwrite before reading.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
+#include <string>
 
 #include "run_builder.h"
 #include "tensor/analysis.h"
@@ -169,6 +171,113 @@ TEST(Divergence, IgnoredKernelsAreSetAside) {
       options);
   EXPECT_FALSE(c.scan.first.has_value());
   EXPECT_GT(c.scan.ignored, 0u);
+}
+
+// An in-place update of memory the caching allocator handed out again: each
+// step, drop(x) -> x; a and b set (zeroed); sq(x) -> r; div(r) in
+// place (r named by two parameter words, as ATen's data array names an
+// in-place output and input); upd(r) updates w (set alike before the first
+// step). r lies inside a's memory in the eager run and inside b's in the
+// graph run, so before sq each side last wrote r's bytes through another
+// overlapping range, and the writers the dataflow names for div's r differ
+// (the set of a, the set of b). Both sides last observed r at sq, an aligned launch: what
+// div read differed there.
+struct ReusedRun {
+  uint64_t x, a, b, r, w;
+};
+
+TensorRun reusedMemoryRun(bool graph, const std::function<uint64_t(int kernel, uint32_t step)>& hash,
+                          double scale) {
+  const ReusedRun at = graph ? ReusedRun{0x11000, 0x15000, 0x16000, 0x16010, 0x17000}
+                             : ReusedRun{0x1000, 0x5000, 0x6000, 0x5010, 0x7000};
+  RunBuilder b;
+  const uint32_t drop = b.kernel("_Z20fused_dropout_kernelPf", 1), sq = b.kernel("_Z2sqPKfPfd", 3),
+                 div = b.kernel("_Z3divPfPKf", 2), upd = b.kernel("_Z3updPKfPf", 2), set = b.kernel("memset D32");
+  b.observe(b.site(set, {{at.w}}, 0, LaunchKind::kSet), 0, 0, 7);
+  std::string sq_params(24, '\0');
+  std::memcpy(sq_params.data(), &at.x, 8);
+  std::memcpy(sq_params.data() + 8, &at.r, 8);
+  std::memcpy(sq_params.data() + 16, &scale, 8);
+  std::string div_params(16, '\0');
+  std::memcpy(div_params.data(), &at.r, 8);
+  std::memcpy(div_params.data() + 8, &at.r, 8);
+  std::vector<uint32_t> sites;
+  const uint32_t capture = graph ? 1 : 0;
+  const auto add_sites = [&] {
+    sites = {b.site(drop, {{at.x}}, capture), b.site(set, {{at.a}}, capture, LaunchKind::kSet),
+             b.site(set, {{at.b}}, capture, LaunchKind::kSet),
+             b.site(sq, {{at.x}, {at.r, 16}}, capture, LaunchKind::kKernel, sq_params),
+             b.site(div, {{at.r, 16}}, capture, LaunchKind::kKernel, div_params)};
+    // div's second word names r too.
+    b.parts.pointers.push_back(PointerWord{8, 0});
+    ++b.parts.sites[sites[4]].pointer_count;
+    sites.push_back(b.site(upd, {{at.r, 16}, {at.w}}, capture));
+  };
+  const auto observe = [&](uint32_t exec, uint32_t step) {
+    b.observe(sites[0], exec, 0, hash(0, step));
+    b.observe(sites[1], exec, 0, hash(1, step));
+    b.observe(sites[2], exec, 0, hash(2, step));
+    b.observe(sites[3], exec, 0, hash(0, step));
+    b.observe(sites[3], exec, 1, hash(3, step));
+    b.observe(sites[4], exec, 0, hash(4, step));
+    b.observe(sites[5], exec, 0, hash(4, step));
+    b.observe(sites[5], exec, 1, hash(5, step));
+  };
+  if (!graph) {
+    for (uint32_t step = 0; step < 3; ++step) {
+      add_sites();
+      observe(0, step);
+    }
+    return b.build();
+  }
+  b.beginCapture(0);
+  add_sites();
+  b.endCapture(0);
+  for (uint32_t step = 0; step < 3; ++step) {
+    b.replay(0);
+    observe(step, step);
+  }
+  return b.build();
+}
+
+TEST(Divergence, InPlaceUpdatesOfReusedMemoryCarryRandomNumbers) {
+  // The graph run's dropout draws other numbers: x, r, div's r and w differ,
+  // and all of it is random numbers' data.
+  const auto hash = [](int run) {
+    return [run](int kernel, uint32_t step) -> uint64_t {
+      if (kernel == 1 || kernel == 2) return 10 * kernel + step;  // a, b: alike
+      return 1000 * (run + 1) + 100 * kernel + step;              // x, r, div's r, w: per run
+    };
+  };
+  const RunComparison c = compareLoadedRuns(reusedMemoryRun(false, hash(0), 0.5), reusedMemoryRun(true, hash(1), 0.5), {});
+  EXPECT_FALSE(c.scan.first.has_value()) << causeKey(c.scan.first->cause) << " at pair " << c.scan.first->pair;
+  ASSERT_EQ(c.scan.random.size(), 1u);
+  EXPECT_GE(c.scan.explained_by_random, 3u);
+}
+
+TEST(Divergence, InPlaceUpdatesOfReusedMemoryLeadBackToWhereItBegan) {
+  // No random numbers: sq's scale was baked in at capture (0.25 in the graph,
+  // 0.5 eagerly), so r differs from the first replay on, and div updates it
+  // in place. sq's r counts as scratch (div changes it before anything else
+  // reads it: an in-place update is not taken as a read), so the first
+  // divergence reported is div's, followed back to sq's baked scalar.
+  const auto hash = [](int run) {
+    return [run](int kernel, uint32_t step) -> uint64_t {
+      if (kernel >= 3) return 1000 * (run + 1) + 100 * kernel + step;  // r, div's r, w
+      return 10 * kernel + step;
+    };
+  };
+  const RunComparison c = compareLoadedRuns(reusedMemoryRun(false, hash(0), 0.5), reusedMemoryRun(true, hash(1), 0.25), {});
+  ASSERT_TRUE(c.scan.first.has_value());
+  const Divergence& first = *c.scan.first;
+  const auto name = [&](uint32_t pair) {
+    return c.keys->shortName(c.keys->launchKeys(0)[c.alignment.pairs[pair].reference]);
+  };
+  EXPECT_EQ(name(first.pair), "div");
+  EXPECT_EQ(first.cause, Cause::kUpstream) << causeKey(first.cause);
+  EXPECT_EQ(first.root_cause, Cause::kScalarBaked) << causeKey(first.root_cause);
+  ASSERT_FALSE(first.chain.empty());
+  EXPECT_EQ(name(first.chain.back()), "sq");
 }
 
 }  // namespace

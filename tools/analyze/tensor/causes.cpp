@@ -50,6 +50,37 @@ WriterInfo writerInfo(const RunPair& runs, int side, uint32_t launch) {
   return info;
 }
 
+// The writers the dataflow names can differ between the two sides for
+// bytes both sides last observed at an aligned launch: memory the caching
+// allocator handed out again, written through an overlapping range before
+// that launch, leaves the bytes' earlier state unknown there, and each side
+// names its own overlapping writer (tensor/dataflow.h). The bytes as that
+// launch left them are still the same tensor on both sides. Only for a range
+// the launch also reads: one two of its parameter words name on both sides
+// (an in-place update: ATen's data array holds the output and the input at
+// once); a range only written starts from nothing the launch sees.
+uint32_t sameObservedPair(const RunPair& runs, uint32_t pair, const RangeCompare& rc) {
+  if (rc.reference_before == kNone32 || rc.candidate_before == kNone32 || rc.before.verdict == Verdict::kEqual ||
+      rc.reference_range == kNone32 || rc.candidate_range == kNone32)
+    return kNone32;
+  const LaunchPair& lp = runs.alignment.pairs[pair];
+  const auto named_twice = [&](int side, uint32_t launch, uint32_t range) {
+    const TensorRun& run = runs.run(side);
+    const RunSite& site = run.site(run.launches()[launch].site);
+    const uint32_t index = run.rangesOf(site)[range].index;
+    uint32_t words = 0;
+    for (uint32_t k = 0; k < site.pointer_count; ++k) words += run.pointersOf(site)[k].range == index ? 1 : 0;
+    return words >= 2;
+  };
+  if (!named_twice(0, lp.reference, rc.reference_range) || !named_twice(1, lp.candidate, rc.candidate_range))
+    return kNone32;
+  const uint32_t lr = runs.reference_flow.launchOf(rc.reference_before);
+  const uint32_t lc = runs.candidate_flow.launchOf(rc.candidate_before);
+  if (lr == kNone32 || lc == kNone32) return kNone32;
+  const uint32_t p = runs.alignment.pair_of[0][lr];
+  return p != kNone32 && p == runs.alignment.pair_of[1][lc] ? p : kNone32;
+}
+
 std::vector<size_t> explainingInputs(const RunPair& runs, const LaunchComparison& launch) {
   std::vector<size_t> inputs;
   const auto& pair_of = runs.alignment.pair_of;
@@ -68,7 +99,9 @@ std::vector<size_t> explainingInputs(const RunPair& runs, const LaunchComparison
     const bool same_data = wr != kNone32 && wc != kNone32 && pair_of[0][wr] != kNone32 &&
                            pair_of[0][wr] == pair_of[1][wc] && rc.reference_before != kNone32 &&
                            rc.candidate_before != kNone32 && rc.before.verdict != Verdict::kEqual;
-    if (same_data || unmatchedLaunch(runs, 0, wr) || unmatchedLaunch(runs, 1, wc)) inputs.push_back(i);
+    if (same_data || sameObservedPair(runs, launch.pair, rc) != kNone32 || unmatchedLaunch(runs, 0, wr) ||
+        unmatchedLaunch(runs, 1, wc))
+      inputs.push_back(i);
   }
   return inputs;
 }
@@ -377,6 +410,15 @@ Divergence classifyDivergence(const RunPair& runs, LaunchComparison launch, cons
     if (d.writers[0].pair != d.writers[1].pair) {
       const uint32_t rewrite = invisibleRewrite(runs, d.writers[0].pair, pair.candidate, step_c, in);
       if (rewrite != kNone32) d.writers[1] = writerInfo(runs, 1, rewrite);
+    }
+    if (d.writers[0].pair != d.writers[1].pair) {
+      // The writers differ, but both sides last observed the bytes at an
+      // aligned launch, where they differed already: follow that launch.
+      const uint32_t observed = sameObservedPair(runs, d.pair, in);
+      if (observed != kNone32) {
+        d.writers[0] = writerInfo(runs, 0, runs.alignment.pairs[observed].reference);
+        d.writers[1] = writerInfo(runs, 1, runs.alignment.pairs[observed].candidate);
+      }
     }
     const WriterInfo& wr = d.writers[0];
     const WriterInfo& wc = d.writers[1];

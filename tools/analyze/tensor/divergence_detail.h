@@ -14,6 +14,11 @@ namespace tcgd::analyze::divergence_detail {
 // have (an unmatched launch).
 std::vector<size_t> explainingInputs(const RunPair& runs, const LaunchComparison& launch);
 
+// The aligned pair of launches at which both sides last observed the bytes
+// of a range that launch `pair` updates in place, when they differed there
+// (kNone32: none).
+uint32_t sameObservedPair(const RunPair& runs, uint32_t pair, const RangeCompare& rc);
+
 // Whether the launch `launch` of `side` is in the compared steps but has no
 // counterpart (missing or inserted).
 bool unmatchedLaunch(const RunPair& runs, int side, uint32_t launch);
