@@ -107,9 +107,9 @@ bool addPublishNode(uint64_t graph, uint32_t ordinal, uint32_t first, uint32_t e
 // that is not tcgd's goes one priority step above its own (clamped at the
 // device's greatest), and tcgd's go to the device's least, so that where
 // both are ready the job's blocks are dispatched first. Returns the job's
-// nodes raised, or -1 when the driver lacks a call, the device has one
-// priority only, or a call fails (what was set stays set: priorities change
-// no result).
+// nodes raised (0 on a device with one priority level: nothing to order),
+// or -1 when the driver lacks a call or a call fails (what was set stays
+// set: priorities change no result).
 int lowerProbeNodes(uint64_t graph);
 
 // Per-thread room for one launch: parameters up to 32 KiB (CUDA 12.1+), its

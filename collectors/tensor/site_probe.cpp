@@ -399,7 +399,9 @@ int lowerProbeNodes(uint64_t graph_value) {
     return -1;
   int least = 0, greatest = 0;
   // Numerically smaller is higher: greatest is negative, least usually 0.
-  if (d.ctx_get_stream_priority_range(&least, &greatest) != CUDA_SUCCESS || greatest >= least) return -1;
+  if (d.ctx_get_stream_priority_range(&least, &greatest) != CUDA_SUCCESS) return -1;
+  // A device with one level: nothing to raise, and nothing failed.
+  if (greatest >= least) return 0;
   const DeviceResources& dev = device().resources();
   auto* graph = reinterpret_cast<CUgraph>(static_cast<uintptr_t>(graph_value));
   size_t count = 0;

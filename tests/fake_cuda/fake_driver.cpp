@@ -109,6 +109,15 @@ int driverVersion() {
   return version;
 }
 
+int greatestPriority() {
+  // FAKE_CUDA_PRIORITY_LEVELS=1 poses as a device with one stream priority.
+  static const int greatest = [] {
+    const char* env = std::getenv("FAKE_CUDA_PRIORITY_LEVELS");
+    return env != nullptr && std::atoi(env) == 1 ? 0 : kGreatestPriority;
+  }();
+  return greatest;
+}
+
 int deviceCount() {
   static const int count = [] {
     const char* env = std::getenv("FAKE_CUDA_DEVICES");
@@ -237,12 +246,13 @@ FAKE_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
   FAKE_RETURN(cuDeviceGetUuid_v2, CUDA_SUCCESS);
 }
 
-// The range of an H100's: 0 (the least, every stream's) to -5.
+// The range of an H100's: 0 (the least, every stream's) to -5; 0 to 0 under
+// FAKE_CUDA_PRIORITY_LEVELS=1.
 FAKE_EXPORT CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
   FAKE_ENTER(cuCtxGetStreamPriorityRange);
   if (!fake::initialized()) FAKE_RETURN(cuCtxGetStreamPriorityRange, CUDA_ERROR_NOT_INITIALIZED);
   if (leastPriority != nullptr) *leastPriority = 0;
-  if (greatestPriority != nullptr) *greatestPriority = fake::kGreatestPriority;
+  if (greatestPriority != nullptr) *greatestPriority = fake::greatestPriority();
   FAKE_RETURN(cuCtxGetStreamPriorityRange, CUDA_SUCCESS);
 }
 

@@ -645,7 +645,7 @@ FAKE_EXPORT CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNo
   Node* node = fake::nodeOf(hNode);
   if (node == nullptr || value == nullptr || node->spec.type != CU_GRAPH_NODE_TYPE_KERNEL ||
       attr != CU_KERNEL_NODE_ATTRIBUTE_PRIORITY || value->priority > 0 ||
-      value->priority < fake::kGreatestPriority) {
+      value->priority < fake::greatestPriority()) {
     FAKE_RETURN(cuGraphKernelNodeSetAttribute, CUDA_ERROR_INVALID_VALUE);
   }
   std::lock_guard lock(node->graph->mutex);

@@ -79,8 +79,10 @@ bool validContext(CUcontext context);
 // What the fake device reports and enforces (cuDeviceGetAttribute, launch
 // checks): a small Hopper part.
 inline constexpr int kMultiprocessors = 4;
-// cuCtxGetStreamPriorityRange's greatest (the least is 0).
+// cuCtxGetStreamPriorityRange's greatest (the least is 0); greatestPriority()
+// is 0 instead under FAKE_CUDA_PRIORITY_LEVELS=1 (a device with one level).
 inline constexpr int kGreatestPriority = -5;
+int greatestPriority();
 inline constexpr int kMaxThreadsPerBlock = 1024;
 inline constexpr int kMaxThreadsPerMultiprocessor = 2048;
 inline constexpr int kMaxBlocksPerMultiprocessor = 32;

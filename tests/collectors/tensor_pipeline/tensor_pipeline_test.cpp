@@ -866,6 +866,35 @@ TEST_F(TensorPipeline, CapturedFingerprintsBesideTheStreamSeeTheirKernelsValues)
   }
 }
 
+// A device with one stream priority (cuCtxGetStreamPriorityRange gives 0 to
+// 0): priority=on, the default, has nothing to order there. No node is
+// raised, no failure is counted and nothing is said; the fingerprints are as
+// without it.
+TEST_F(TensorPipeline, OnePriorityLevelIsNothingToOrder) {
+  TempDir dir;
+  const ProgramRun run = runUnderAgent(dir, "fingerprint", "overlap", {"FAKE_CUDA_PRIORITY_LEVELS=1"});
+  ASSERT_EQ(run.result.exitCode(), 0) << run.result.err;
+  EXPECT_EQ(run.result.err.find("priorit"), std::string::npos) << run.result.err;
+  const TensorBundle b = readTensorBundle(run.tensor_bundle);
+  ASSERT_TRUE(b.has_trailer);
+  ASSERT_FALSE(b.counters.empty());
+  const auto& counted = b.counters.back().skipped();
+  const auto counter = [&](const char* name) { return counted.count(name) ? counted.at(name) : 0u; };
+  EXPECT_EQ(counter("priority_raised"), 0u);
+  EXPECT_EQ(counter("priority_failed"), 0u);
+  EXPECT_EQ(run.values.at("job_priority_above"), 0u);
+  EXPECT_EQ(run.values.at("tcgd_priority_above"), 0u);
+  // Every captured site observed in each of the program's replays.
+  const uint64_t replays = run.values.at("replays");
+  size_t captured = 0;
+  for (const auto& s : b.sites) {
+    if (s.capture() == 0) continue;
+    ++captured;
+    EXPECT_EQ(b.of(s.site()).size(), replays) << "site " << s.site();
+  }
+  EXPECT_EQ(captured, 4u);
+}
+
 // Captured fingerprint nodes stay pending beside the stream several kernels
 // deep (capture_overlap.h): a *= 3 waits for the fingerprint of a *= 2 two
 // kernels back, b *= 7 for that of b *= 5, and nothing else waits. The
