@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <unordered_map>
-#include <utility>
 
 #include "tensor/divergence_detail.h"
 
@@ -354,7 +353,7 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
   // by the random numbers its GEMM's inputs carried. Recorded after the
   // launch's own taint is known, at the next pair.
   std::unordered_map<uint64_t, uint32_t> workspace_taint[2];
-  uint32_t workspace_pair = kNone32;
+  uint32_t previous_pair = kNone32;
   const auto recordWorkspace = [&](uint32_t p) {
     const LaunchPair& lp = runs.alignment.pairs[p];
     for (int side = 0; side < 2; ++side) {
@@ -364,15 +363,6 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
       if (site.workspace_words == 0) continue;
       workspace_taint[side][site.stream] = tainted_writer(side, launch) ? launch_taint[side][launch] : kNone32;
     }
-  };
-  const auto namesWorkspace = [&](uint32_t p) {
-    const LaunchPair& lp = runs.alignment.pairs[p];
-    for (int side = 0; side < 2; ++side) {
-      const uint32_t launch = side == 0 ? lp.reference : lp.candidate;
-      if (launch != kNone32 && runs.run(side).site(runs.run(side).launches()[launch].site).workspace_words != 0)
-        return true;
-    }
-    return false;
   };
   // The random entry whose data the workspace a launch names carries (kNone32: none).
   const auto workspaceSource = [&](const LaunchPair& pair) -> uint32_t {
@@ -411,8 +401,8 @@ DivergenceScan scanDivergences(const RunPair& runs, const DivergenceOptions& opt
         }
         ++next_replacement;
       }
-      if (workspace_pair != kNone32) recordWorkspace(std::exchange(workspace_pair, kNone32));
-      if (namesWorkspace(p)) workspace_pair = p;
+      if (previous_pair != kNone32) recordWorkspace(previous_pair);
+      previous_pair = p;
       const LaunchPair& pair = alignment.pairs[p];
       if (!pair.both()) continue;
       const QuickCounts q = quickCompare(runs, p, options.metrics);

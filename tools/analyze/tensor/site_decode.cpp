@@ -133,7 +133,7 @@ bool readSite(const uint8_t* begin, const uint8_t* end, TensorRunParts* parts, s
       if (!readRepeated(c, wire, field == 19 ? scratch_offsets : scratch_ranges)) return false;
       continue;
     }
-    if (wire != kVarint || field < 1 || (field > 28 && field != 32)) {
+    if (wire != kVarint || field < 1 || field > 32) {
       if (!c.skip(wire)) return false;
       continue;
     }
