@@ -74,13 +74,15 @@ void ExpectedCheck::notChecked(uint64_t site) {
 
 std::optional<bundle::Frame> ExpectedCheck::payloads(const bundle::TensorPayloadBatch& batch, int from) {
   std::optional<bundle::Frame> failed;
-  if (!active_) return failed;
   for (int i = from; i < batch.payloads_size(); ++i) {
     const bundle::TensorPayload& p = batch.payloads(i);
     if (p.range() != 0 || notCheckedSite(p.site())) continue;
     if (sites_.count(p.site()) == 0) {
-      // Its site is not described yet (the GPU's pieces and the job's site
-      // record take different paths): it waits, within a bound.
+      // Its site is not described yet: the GPU's pieces and the job's
+      // records (its site, a check's expected values) take different paths,
+      // in no set order, so a check's first execution can come before the
+      // check itself. It waits, within a bound; a site described without a
+      // check drops its pieces (notChecked).
       if (waiting_bytes_ + p.data().size() > kMaxWaitingBytes) {
         ++waiting_lost_;
         continue;

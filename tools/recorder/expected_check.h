@@ -38,13 +38,7 @@ class ExpectedCheck {
   explicit ExpectedCheck(Sink sink) : sink_(std::move(sink)) {}
 
   // A kTensorExpected blob (kept until its site comes).
-  // The first one turns the check on: a job that never calls tcgd_check
-  // costs it one test per batch of pieces (its blobs come before its site,
-  // and both before the GPU's pieces of that site).
-  void expectedBlob(uint64_t id, std::string_view bytes) {
-    blobs_[id].assign(bytes);
-    active_ = true;
-  }
+  void expectedBlob(uint64_t id, std::string_view bytes) { blobs_[id].assign(bytes); }
   // An explicit probe's pseudo kernel: its name.
   void probeName(uint64_t function, std::string_view name) { names_[function].assign(name); }
   // A described site with a check (pieces that waited for it are compared
@@ -90,7 +84,6 @@ class ExpectedCheck {
   // was described, and are passed over by one lookup.
   std::vector<bool> not_checked_;
   bool notCheckedSite(uint64_t site) const { return site < not_checked_.size() && not_checked_[site]; }
-  bool active_ = false;
   uint64_t waiting_bytes_ = 0;
   uint64_t waiting_lost_ = 0;
   uint64_t checked_ = 0;
