@@ -107,6 +107,9 @@ inline std::vector<std::string> cleanEnvironment(const std::vector<std::string>&
         entry.rfind("RANK=", 0) == 0 || entry.rfind("WORLD_SIZE=", 0) == 0 ||
         entry.rfind("LOCAL_RANK=", 0) == 0 || entry.rfind("ASAN_OPTIONS=", 0) == 0)
       continue;
+#ifdef TCGD_TSAN_SUPPRESSIONS
+    if (entry.rfind("TSAN_OPTIONS=", 0) == 0) continue;
+#endif
     env.push_back(entry);
   }
   // A sanitized libtcgd.so preloaded into a program needs the sanitizer
@@ -116,6 +119,10 @@ inline std::vector<std::string> cleanEnvironment(const std::vector<std::string>&
   // from the daemonized recorder (a separate program with its own tests)
   // would land there.
   env.push_back("ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0");
+#ifdef TCGD_TSAN_SUPPRESSIONS
+  // TSan: what it cannot see of ld.so's locking (tests/tsan.supp).
+  env.push_back(std::string("TSAN_OPTIONS=suppressions=") + TCGD_TSAN_SUPPRESSIONS);
+#endif
   for (const std::string& e : extra) env.push_back(e);
   return env;
 }
